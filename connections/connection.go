@@ -1,0 +1,95 @@
+package connections
+
+import (
+	"context"
+	"time"
+
+	"github.com/embedauth/connect/store"
+)
+
+// Connection is one end user's authorization against one integration. It is
+// identified by (EnvironmentID, IntegrationKey, ConnectionID).
+type Connection struct {
+	// ID is the numeric id assigned by the Store.
+	ID            int64
+	EnvironmentID int64
+	// IntegrationKey is the integration's unique key (provider config key).
+	IntegrationKey string
+	// ConnectionID is unique within the integration.
+	ConnectionID string
+	// Provider is the integration's provider, copied at creation.
+	Provider string
+	// ConnectionConfig holds provider-specific values such as a subdomain.
+	ConnectionConfig map[string]any
+	// Metadata is free-form; nil is shown as null.
+	Metadata map[string]any
+	// Tags have lowercase keys and values of at most 255 characters. The
+	// conventional keys end_user_id, end_user_email, end_user_display_name,
+	// organization_id and organization_display_name carry the end user.
+	Tags map[string]string
+	// WebhookURLOverride, when set, receives this connection's webhooks
+	// instead of the environment's URLs.
+	WebhookURLOverride string
+	// AuthMode is the type of the credentials, such as OAUTH2 or API_KEY.
+	AuthMode string
+	// Credentials are the connection's credentials. A Store does not
+	// persist this field; it persists SealedCredentials.
+	Credentials *Credentials
+	// SealedCredentials is Credentials as JSON, sealed.
+	SealedCredentials string
+	// CredentialsExpiresAt is when the access token expires, if it does.
+	CredentialsExpiresAt *time.Time
+	// Errors lists the connection's current problems. Empty when healthy.
+	Errors []Error
+	// LastFetchedAt is when credentials were last read.
+	LastFetchedAt *time.Time
+	// Version increases by one on every update; UpdateConnection refuses a
+	// stale version with ErrConflict.
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Error is a problem of a connection, pointing at the operations log entry
+// that explains it.
+type Error struct {
+	Type  string `json:"type"`
+	LogID string `json:"log_id"`
+}
+
+// Filter selects connections of one environment. Zero fields match anything.
+type Filter struct {
+	EnvironmentID int64
+	// ConnectionID matches exactly, possibly across integrations.
+	ConnectionID string
+	// IntegrationKeys matches any of the keys.
+	IntegrationKeys []string
+	// Tags must all be present with equal values.
+	Tags map[string]string
+	// Search matches connection ids containing it, case-insensitively.
+	Search string
+	store.Page
+}
+
+// Store is what the connections package needs from storage.
+type Store interface {
+	store.Transactor
+
+	// CreateConnection stores c, sets its ID and sets Version to 1. A
+	// connection with the same (EnvironmentID, IntegrationKey,
+	// ConnectionID) is ErrConflict; a missing integration is ErrNotFound.
+	CreateConnection(ctx context.Context, c *Connection) error
+	// GetConnection returns the connection or ErrNotFound.
+	GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*Connection, error)
+	// ListConnections returns the matching connections ordered by ID.
+	ListConnections(ctx context.Context, f Filter) ([]*Connection, error)
+	// UpdateConnection replaces every field but the identity, ID and
+	// CreatedAt of the connection with c.ID, when its stored Version equals
+	// c.Version; then it sets c.Version to the next version. A stale
+	// version is ErrConflict; a missing connection is ErrNotFound.
+	UpdateConnection(ctx context.Context, c *Connection) error
+	// DeleteConnection deletes the connection or returns ErrNotFound.
+	DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error
+	// CountConnections returns how many connections the integration has.
+	CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error)
+}

@@ -1,0 +1,61 @@
+package connections
+
+import "time"
+
+// Auth modes of connection credentials.
+const (
+	AuthModeOAuth2   = "OAUTH2"
+	AuthModeOAuth1   = "OAUTH1"
+	AuthModeOAuth2CC = "OAUTH2_CC"
+	AuthModeAPIKey   = "API_KEY"
+	AuthModeBasic    = "BASIC"
+	AuthModeApp      = "APP"
+	AuthModeTBA      = "TBA"
+	AuthModeNone     = "NONE"
+)
+
+// Credentials are a connection's secrets. Type selects which fields are
+// meaningful:
+//
+//   - OAUTH2: AccessToken, RefreshToken, ExpiresAt, Raw, ConfigOverride
+//   - OAUTH1: OAuthToken, OAuthTokenSecret, Raw
+//   - OAUTH2_CC: Token, ExpiresAt, ClientID, ClientSecret, Raw
+//   - API_KEY: APIKey
+//   - BASIC: Username, Password
+//   - APP: AccessToken, ExpiresAt, Raw, JWTToken
+//   - TBA: TokenID, TokenSecret, ConfigOverride
+//   - NONE: nothing
+type Credentials struct {
+	Type string `json:"type"`
+
+	AccessToken  string         `json:"access_token,omitempty"`
+	RefreshToken string         `json:"refresh_token,omitempty"`
+	ExpiresAt    *time.Time     `json:"expires_at,omitempty"`
+	Raw          map[string]any `json:"raw,omitempty"`
+	// Scopes are the scopes granted, as stored at connection time.
+	Scopes         []string        `json:"scopes,omitempty"`
+	ConfigOverride *ConfigOverride `json:"config_override,omitempty"`
+
+	OAuthToken       string `json:"oauth_token,omitempty"`
+	OAuthTokenSecret string `json:"oauth_token_secret,omitempty"`
+
+	Token        string `json:"token,omitempty"`
+	ClientID     string `json:"client_id,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
+
+	APIKey string `json:"apiKey,omitempty"`
+
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+
+	JWTToken string `json:"jwtToken,omitempty"`
+
+	TokenID     string `json:"token_id,omitempty"`
+	TokenSecret string `json:"token_secret,omitempty"`
+}
+
+// ConfigOverride replaces the integration's OAuth client for one connection.
+type ConfigOverride struct {
+	ClientID     string `json:"client_id,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
+}

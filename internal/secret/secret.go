@@ -1,0 +1,155 @@
+// Package secret seals and opens secrets at rest with AES-256-GCM under a
+// keyring of identified keys.
+//
+// A sealed value is the string "v1:<key id>:<base64url(nonce || ciphertext)>".
+// The keyring seals with its primary key and opens with any key it holds, so a
+// new primary can be added while old values stay readable; re-sealing every
+// value under the primary (see connect's Service.ReencryptSecrets) retires an
+// old key. Each value is bound to its purpose (additional authenticated data),
+// so a sealed API credential cannot be swapped into another kind of field.
+package secret
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// KeySize is the size of an AES-256 key in bytes.
+const KeySize = 32
+
+// Key is one key of a keyring.
+type Key struct {
+	// ID names the key inside sealed values: letters, digits, '-' and '_'.
+	ID string
+	// Secret is 32 bytes of random key material.
+	Secret []byte
+}
+
+// Keyring seals with its primary key and opens with any of its keys.
+type Keyring struct {
+	primary string
+	aeads   map[string]cipher.AEAD
+}
+
+// ErrOpen is returned when a sealed value cannot be opened: it is malformed,
+// its key is unknown, or it was tampered with.
+var ErrOpen = errors.New("secret: cannot open sealed value")
+
+// NewKeyring builds a keyring whose primary key is keys[0].
+func NewKeyring(keys ...Key) (*Keyring, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("secret: at least one key is required")
+	}
+	k := &Keyring{primary: keys[0].ID, aeads: make(map[string]cipher.AEAD, len(keys))}
+	for _, key := range keys {
+		if !validID(key.ID) {
+			return nil, fmt.Errorf("secret: key id %q must be 1 to 32 letters, digits, '-' or '_'", key.ID)
+		}
+		if len(key.Secret) != KeySize {
+			return nil, fmt.Errorf("secret: key %q is %d bytes, want %d", key.ID, len(key.Secret), KeySize)
+		}
+		if _, dup := k.aeads[key.ID]; dup {
+			return nil, fmt.Errorf("secret: duplicate key id %q", key.ID)
+		}
+		block, err := aes.NewCipher(key.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("secret: key %q: %w", key.ID, err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("secret: key %q: %w", key.ID, err)
+		}
+		k.aeads[key.ID] = aead
+	}
+	return k, nil
+}
+
+func validID(id string) bool {
+	if id == "" || len(id) > 32 {
+		return false
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// PrimaryID returns the id of the key new values are sealed with.
+func (k *Keyring) PrimaryID() string { return k.primary }
+
+// Seal encrypts plaintext for the given purpose under the primary key.
+func (k *Keyring) Seal(purpose string, plaintext []byte) (string, error) {
+	aead := k.aeads[k.primary]
+	buf := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plaintext)+aead.Overhead())
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("secret: nonce: %w", err)
+	}
+	buf = aead.Seal(buf, buf, plaintext, []byte(purpose))
+	return "v1:" + k.primary + ":" + base64.RawURLEncoding.EncodeToString(buf), nil
+}
+
+// Open decrypts a value sealed for purpose.
+func (k *Keyring) Open(purpose, sealed string) ([]byte, error) {
+	id, aead, raw, err := k.parse(sealed)
+	if err != nil {
+		return nil, err
+	}
+	n := aead.NonceSize()
+	if len(raw) < n+aead.Overhead() {
+		return nil, fmt.Errorf("%w: too short", ErrOpen)
+	}
+	out, err := aead.Open(nil, raw[:n], raw[n:], []byte(purpose))
+	if err != nil {
+		return nil, fmt.Errorf("%w: key %q: authentication failed", ErrOpen, id)
+	}
+	return out, nil
+}
+
+// KeyID returns the id of the key a sealed value was sealed with.
+func KeyID(sealed string) (string, bool) {
+	rest, ok := strings.CutPrefix(sealed, "v1:")
+	if !ok {
+		return "", false
+	}
+	id, _, ok := strings.Cut(rest, ":")
+	return id, ok
+}
+
+// NeedsReseal reports whether sealed was sealed with a key other than the
+// primary. An empty value needs nothing.
+func (k *Keyring) NeedsReseal(sealed string) bool {
+	if sealed == "" {
+		return false
+	}
+	id, ok := KeyID(sealed)
+	return !ok || id != k.primary
+}
+
+func (k *Keyring) parse(sealed string) (string, cipher.AEAD, []byte, error) {
+	rest, ok := strings.CutPrefix(sealed, "v1:")
+	if !ok {
+		return "", nil, nil, fmt.Errorf("%w: unknown format", ErrOpen)
+	}
+	id, body, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "", nil, nil, fmt.Errorf("%w: unknown format", ErrOpen)
+	}
+	aead, ok := k.aeads[id]
+	if !ok {
+		return "", nil, nil, fmt.Errorf("%w: unknown key id %q", ErrOpen, id)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("%w: bad encoding", ErrOpen)
+	}
+	return id, aead, raw, nil
+}

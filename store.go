@@ -1,0 +1,21 @@
+package connect
+
+import (
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
+)
+
+// Store holds all persistent state of a Service. It is composed of the small
+// interfaces each feature package declares. store/memory and store/postgres
+// implement it, and store/storetest checks any implementation.
+//
+// A Store never receives a plaintext secret: the Service seals credentials,
+// client secrets, signing keys and variable values before they reach it.
+type Store interface {
+	environments.Store
+	integrations.Store
+	connections.Store
+	oplog.Store
+}

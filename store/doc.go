@@ -1,0 +1,27 @@
+// Package store is the leaf package shared by every part of connect: the error
+// vocabulary, pagination, and the transaction seam that Store implementations
+// provide.
+//
+// It imports nothing of the module. Feature packages (integrations,
+// connections, environments, oplog) declare the small Store interfaces they
+// consume; the root package composes them into connect.Store. Two
+// implementations ship with the module: [github.com/embedauth/connect/store/memory]
+// for tests and trying things out, and [github.com/embedauth/connect/store/postgres]
+// for production. Both pass the conformance suite in
+// [github.com/embedauth/connect/store/storetest], which a host can run against a
+// Store of its own.
+//
+// # Errors
+//
+// Store methods report a missing record with an error that matches
+// [ErrNotFound] under errors.Is, a uniqueness violation with [ErrConflict], and
+// a stale optimistic update with [ErrConflict] as well. Services wrap these in
+// [*Error], which carries the wire error code the HTTP layer answers with.
+//
+// # Secrets
+//
+// A Store never sees a plaintext secret: credentials, client secrets, signing
+// keys and environment variable values reach it already sealed (AES-256-GCM
+// under a keyring, see the Sealed* fields of each record), and API keys and
+// session tokens only as hashes.
+package store
