@@ -1,0 +1,222 @@
+package connect_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+)
+
+// seed creates integrations gh (github, OAuth app), oa (openai) and tw
+// (twilio) and connections c1 and c2 on gh, k1 on oa.
+func seed(t *testing.T, bu *bundle) {
+	t.Helper()
+	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"gh","display_name":"GitHub",
+		"credentials":{"type":"OAUTH2","client_id":"cid","client_secret":"csecret-gh","scopes":"repo,user"}}`})
+	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"openai","unique_key":"oa"}`})
+	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"twilio","unique_key":"tw"}`})
+	bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh","connection_id":"c1",
+		"access_token":"at-c1","refresh_token":"rt-c1","expires_at":"2030-01-02T03:04:05Z","metadata":{"a":1},"tags":{"End_User_Id":"u1"}}`})
+	bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh","connection_id":"c2",
+		"access_token":"at-c2","no_expiration":true,"tags":{"team":"red"}}`})
+	bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"k1","api_key":"sk-live-k1"}`})
+}
+
+// snapshot captures everything the API can change in the environment.
+func snapshot(t *testing.T, bu *bundle) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	its, err := bu.svc.Integrations().List(ctx, bu.env.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range its {
+		it, err := bu.svc.Integrations().Get(ctx, bu.env.ID, l.UniqueKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds := it.Credentials
+		it.SealedCredentials, it.SealedCustom, it.Credentials = "", "", nil
+		fmt.Fprintf(&b, "%+v %+v\n", *it, creds)
+	}
+	conns, err := bu.svc.Connections().List(ctx, bu.env.ID, connections.ListInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range conns {
+		c, err := bu.svc.Connections().Get(ctx, bu.env.ID, l.IntegrationKey, l.ConnectionID, connections.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds, exp := *c.Credentials, c.CredentialsExpiresAt
+		c.SealedCredentials, c.Credentials, c.CredentialsExpiresAt = "", nil, nil
+		fmt.Fprintf(&b, "%+v %+v %v\n", *c, creds, exp)
+	}
+	vars, err := bu.svc.Environments().Variables(ctx, bu.env.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "%+v\n", vars)
+	return b.String()
+}
+
+// TestBadInput sends bad input to every route and checks that each gets a
+// 4xx with an error code, never a 500, and that nothing stored changes.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setup(t, b)
+		seed(t, bu)
+		limited, _, err := bu.svc.Environments().CreateAPIKey(context.Background(), bu.env.ID,
+			environments.NewAPIKey{Name: "read-only", Scopes: []string{environments.ScopeConnectionsRead}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := `{"provider":"github","unique_key":"big","display_name":"` + strings.Repeat("x", 2<<20) + `"}`
+		long := strings.Repeat("v", 256)
+		cases := []struct {
+			name   string
+			rq     req
+			status int
+			code   string // "" for the {message} style
+		}{
+			{"no auth", req{method: "GET", path: "/integrations", key: "-"}, 401, "missing_auth_header"},
+			{"basic auth", req{method: "GET", path: "/integrations", header: map[string]string{"Authorization": "Basic eDp5"}, key: "-"}, 401, "malformed_auth_header"},
+			{"unknown key", req{method: "GET", path: "/integrations", key: "sk_not_a_real_key_000"}, 401, "unknown_account"},
+			{"missing scope", req{method: "POST", path: "/integrations", key: limited, body: `{"provider":"github","unique_key":"x"}`}, 403, "forbidden"},
+			{"missing scope creds", req{method: "GET", path: "/connections/c1?provider_config_key=gh&refresh_token=true", key: limited}, 403, "forbidden"},
+			{"unknown route", req{method: "GET", path: "/nope"}, 404, "not_found"},
+			{"unknown provider get", req{method: "GET", path: "/providers/not-a-provider"}, 404, "not_found"},
+			{"providers search too long", req{method: "GET", path: "/providers?search=" + long}, 400, "invalid_query_params"},
+
+			{"create malformed", req{method: "POST", path: "/integrations", body: `{"provider":`}, 400, "invalid_body"},
+			{"create array", req{method: "POST", path: "/integrations", body: `[1]`}, 400, "invalid_body"},
+			{"create wrong type", req{method: "POST", path: "/integrations", body: `{"provider":5,"unique_key":"x"}`}, 400, "invalid_body"},
+			{"create no key", req{method: "POST", path: "/integrations", body: `{"provider":"github"}`}, 400, "invalid_body"},
+			{"create bad key", req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"a/b"}`}, 400, "invalid_body"},
+			{"create no provider", req{method: "POST", path: "/integrations", body: `{"unique_key":"x"}`}, 400, "invalid_body"},
+			{"create unknown provider", req{method: "POST", path: "/integrations", body: `{"provider":"nope","unique_key":"x"}`}, 400, "invalid_body"},
+			{"create duplicate", req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"gh"}`}, 409, "duplicate_integration"},
+			{"create creds mismatch", req{method: "POST", path: "/integrations", body: `{"provider":"openai","unique_key":"x","credentials":{"type":"OAUTH2","client_id":"a","client_secret":"b"}}`}, 400, "invalid_body"},
+			{"create creds missing secret", req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"x","credentials":{"type":"OAUTH2","client_id":"a"}}`}, 400, "invalid_body"},
+			{"create oversized", req{method: "POST", path: "/integrations", body: big}, 413, "payload_too_large"},
+			{"create text content type", req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"x"}`, header: map[string]string{"Content-Type": "text/plain"}}, 415, "invalid_content_type"},
+			{"get bad include", req{method: "GET", path: "/integrations/gh?include=secrets"}, 400, "invalid_query_params"},
+			{"get unknown integration", req{method: "GET", path: "/integrations/nope"}, 404, "unknown_provider_config"},
+			{"update unknown", req{method: "PATCH", path: "/integrations/nope", body: `{"display_name":"x"}`}, 404, "unknown_provider_config"},
+			{"update rename with connections", req{method: "PATCH", path: "/integrations/gh", body: `{"unique_key":"gh2"}`}, 409, "integration_has_connections"},
+			{"update wrong type", req{method: "PATCH", path: "/integrations/gh", body: `{"forward_webhooks":"yes"}`}, 400, "invalid_body"},
+			{"update rename onto existing", req{method: "PATCH", path: "/integrations/tw", body: `{"unique_key":"oa"}`}, 409, "duplicate_integration"},
+			{"update display name too long", req{method: "PATCH", path: "/integrations/gh", body: `{"display_name":"` + long + `"}`}, 400, "invalid_body"},
+			{"delete unknown integration", req{method: "DELETE", path: "/integrations/nope"}, 404, "unknown_provider_config"},
+
+			{"list bad limit", req{method: "GET", path: "/connections?limit=abc"}, 400, "invalid_query_params"},
+			{"list zero limit", req{method: "GET", path: "/connections?limit=0"}, 400, "invalid_query_params"},
+			{"list negative page", req{method: "GET", path: "/connections?page=-1"}, 400, "invalid_query_params"},
+			{"get no integration", req{method: "GET", path: "/connections/c1"}, 400, "invalid_query_params"},
+			{"get bad bool", req{method: "GET", path: "/connections/c1?provider_config_key=gh&force_refresh=maybe"}, 400, "invalid_query_params"},
+			{"get unknown connection", req{method: "GET", path: "/connections/nope?provider_config_key=gh"}, 404, "not_found"},
+			{"get unknown integration", req{method: "GET", path: "/connections/c1?provider_config_key=nope"}, 404, "unknown_provider_config"},
+
+			{"import empty", req{method: "POST", path: "/connections", body: `{}`}, 400, "invalid_body"},
+			{"import malformed", req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh",`}, 400, "invalid_body"},
+			{"import unknown integration", req{method: "POST", path: "/connections", body: `{"provider_config_key":"nope","access_token":"x","no_expiration":true}`}, 404, "unknown_provider_config"},
+			{"import no access token", req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh","connection_id":"c1","no_expiration":true}`}, 400, "invalid_body"},
+			{"import no expiry", req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh","connection_id":"c1","access_token":"x"}`}, 400, "invalid_body"},
+			{"import bad expires_at", req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh","connection_id":"c1","access_token":"x","expires_at":"soon"}`}, 400, "invalid_body"},
+			{"import negative expires_in", req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh","connection_id":"c1","access_token":"x","expires_in":-5}`}, 400, "invalid_body"},
+			{"import no api key", req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"k1"}`}, 400, "invalid_credentials"},
+			{"import basic no password", req{method: "POST", path: "/connections", body: `{"provider_config_key":"tw","connection_id":"b1","username":"u"}`}, 400, "invalid_body"},
+			{"import long tag", req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"k1","api_key":"k","tags":{"a":"` + long + `"}}`}, 400, "invalid_body"},
+			{"import metadata not object", req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"k1","api_key":"k","metadata":[1]}`}, 400, "invalid_body"},
+			{"import bad connection id", req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"a\u0000b","api_key":"k"}`}, 400, "invalid_body"},
+			{"import nested type mismatch", req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"k1","credentials":{"type":"BASIC","username":"u"}}`}, 400, "invalid_body"},
+			{"legacy import empty", req{method: "POST", path: "/connection", body: `{}`}, 400, ""},
+			{"legacy import malformed", req{method: "POST", path: "/connection", body: `nope`}, 400, ""},
+
+			{"metadata not object", req{method: "POST", path: "/connections/metadata", body: `{"metadata":[1],"connection_id":"c1","provider_config_key":"gh"}`}, 400, "invalid_body"},
+			{"metadata missing", req{method: "POST", path: "/connections/metadata", body: `{"connection_id":"c1","provider_config_key":"gh"}`}, 400, "invalid_body"},
+			{"metadata no connection", req{method: "POST", path: "/connections/metadata", body: `{"metadata":{"x":1},"provider_config_key":"gh"}`}, 400, "invalid_body"},
+			{"metadata bad id type", req{method: "PATCH", path: "/connections/metadata", body: `{"metadata":{"x":1},"connection_id":5,"provider_config_key":"gh"}`}, 400, "invalid_body"},
+			{"metadata partly unknown", req{method: "POST", path: "/connections/metadata", body: `{"metadata":{"x":1},"connection_id":["c1","nope"],"provider_config_key":"gh"}`}, 404, "not_found"},
+			{"metadata unknown integration", req{method: "PATCH", path: "/connections/metadata", body: `{"metadata":{"x":1},"connection_id":"c1","provider_config_key":"nope"}`}, 404, "unknown_provider_config"},
+			{"legacy metadata no header", req{method: "POST", path: "/connection/c1/metadata", body: `{"x":1}`}, 400, "invalid_headers"},
+			{"legacy metadata array", req{method: "POST", path: "/connection/c1/metadata", header: map[string]string{"Provider-Config-Key": "gh"}, body: `[1]`}, 400, "invalid_body"},
+
+			{"patch long tag", req{method: "PATCH", path: "/connections/c1?provider_config_key=gh", body: `{"tags":{"k":"` + long + `"}}`}, 400, "invalid_body"},
+			{"patch tags not object", req{method: "PATCH", path: "/connections/c1?provider_config_key=gh", body: `{"tags":"red"}`}, 400, "invalid_body"},
+			{"patch bad webhook url", req{method: "PATCH", path: "/connections/c1?provider_config_key=gh", body: `{"webhook_url_override":"ftp://x"}`}, 400, "invalid_body"},
+			{"patch end user no id", req{method: "PATCH", path: "/connections/c1?provider_config_key=gh", body: `{"end_user":{"email":"a@b.c"}}`}, 400, "invalid_body"},
+			{"patch unknown", req{method: "PATCH", path: "/connections/nope?provider_config_key=gh", body: `{"tags":{}}`}, 404, "not_found"},
+			{"patch empty body", req{method: "PATCH", path: "/connections/c1?provider_config_key=gh"}, 400, "invalid_body"},
+			{"delete unknown", req{method: "DELETE", path: "/connections/nope?provider_config_key=gh"}, 404, "not_found"},
+			{"delete no integration", req{method: "DELETE", path: "/connections/c1"}, 400, "invalid_query_params"},
+			{"legacy delete unknown", req{method: "DELETE", path: "/connection/nope?provider_config_key=gh"}, 404, ""},
+		}
+		before := snapshot(t, bu)
+		for _, tc := range cases {
+			r := bu.do(t, tc.rq)
+			if r.status != tc.status {
+				t.Errorf("%s: %s %s = %d %s, want %d", tc.name, tc.rq.method, tc.rq.path, r.status, r.raw, tc.status)
+				continue
+			}
+			if tc.code == "" {
+				if m, _ := r.obj()["message"].(string); m == "" {
+					t.Errorf("%s: body %s has no message", tc.name, r.raw)
+				}
+				continue
+			}
+			if got := r.errCode(); got != tc.code {
+				t.Errorf("%s: code %q (%s), want %q", tc.name, got, r.raw, tc.code)
+			}
+		}
+		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
+			t.Errorf("bad input changed the store (-before +after):\n%s", diff)
+		}
+	})
+}
+
+func TestMountUnderPrefix(t *testing.T) {
+	t.Parallel()
+	bu := setup(t, &backend{store: memoryStore()})
+	mux := http.NewServeMux()
+	mux.Handle("/api/", http.StripPrefix("/api", bu.svc.APIHandler()))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	r, _ := http.NewRequest("GET", srv.URL+"/api/integrations", nil)
+	r.Header.Set("Authorization", "Bearer "+bu.key)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /api/integrations = %d", resp.StatusCode)
+	}
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
+	st := memoryStore()
+	for name, cfg := range map[string]connect.Config{
+		"no store":        {EncryptionKeys: []connect.EncryptionKey{testKey}},
+		"no keys":         {Store: st},
+		"short key":       {Store: st, EncryptionKeys: []connect.EncryptionKey{{ID: "a", Key: []byte("short")}}},
+		"bad key id":      {Store: st, EncryptionKeys: []connect.EncryptionKey{{ID: "a b", Key: testKey.Key}}},
+		"bad public url":  {Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, PublicURL: "not a url"},
+		"negative window": {Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, RateLimitWindow: -1},
+	} {
+		if _, err := connect.New(cfg); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}

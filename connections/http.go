@@ -1,0 +1,426 @@
+package connections
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/store"
+)
+
+// APIConnection is the list form of a connection: no credentials.
+type APIConnection struct {
+	ID                int64             `json:"id"`
+	ConnectionID      string            `json:"connection_id"`
+	Provider          string            `json:"provider"`
+	ProviderConfigKey string            `json:"provider_config_key"`
+	Created           string            `json:"created"`
+	Metadata          map[string]any    `json:"metadata"`
+	Tags              map[string]string `json:"tags"`
+	EndUser           *APIEndUser       `json:"end_user"`
+	Errors            []Error           `json:"errors"`
+}
+
+// APIConnectionFull is the single form of a connection, with credentials.
+type APIConnectionFull struct {
+	ID                 int64             `json:"id"`
+	ConnectionID       string            `json:"connection_id"`
+	ProviderConfigKey  string            `json:"provider_config_key"`
+	Provider           string            `json:"provider"`
+	ConnectionConfig   map[string]any    `json:"connection_config"`
+	WebhookURLOverride *string           `json:"webhook_url_override"`
+	CreatedAt          string            `json:"created_at"`
+	UpdatedAt          string            `json:"updated_at"`
+	LastFetchedAt      *string           `json:"last_fetched_at"`
+	Metadata           map[string]any    `json:"metadata"`
+	Errors             []Error           `json:"errors"`
+	EndUser            *APIEndUser       `json:"end_user"`
+	Tags               map[string]string `json:"tags"`
+	Credentials        map[string]any    `json:"credentials,omitempty"`
+}
+
+// APIEndUser is the end user derived from a connection's conventional tags.
+type APIEndUser struct {
+	ID           string            `json:"id"`
+	DisplayName  *string           `json:"display_name"`
+	Email        *string           `json:"email"`
+	Tags         map[string]string `json:"tags"`
+	Organization *APIOrganization  `json:"organization"`
+}
+
+// APIOrganization is the organization of an APIEndUser.
+type APIOrganization struct {
+	ID          string  `json:"id"`
+	DisplayName *string `json:"display_name"`
+}
+
+func opt(m map[string]string, k string) *string {
+	if v, ok := m[k]; ok && v != "" {
+		return &v
+	}
+	return nil
+}
+
+func apiEndUser(tags map[string]string) *APIEndUser {
+	id := tags[TagEndUserID]
+	if id == "" {
+		return nil
+	}
+	u := &APIEndUser{ID: id, DisplayName: opt(tags, TagEndUserDisplayName), Email: opt(tags, TagEndUserEmail), Tags: map[string]string{}}
+	if org := tags[TagOrganizationID]; org != "" {
+		u.Organization = &APIOrganization{ID: org, DisplayName: opt(tags, TagOrganizationDisplayName)}
+	}
+	return u
+}
+
+func nonNilTags(t map[string]string) map[string]string {
+	if t == nil {
+		return map[string]string{}
+	}
+	return t
+}
+
+func nonNilErrors(e []Error) []Error {
+	if e == nil {
+		return []Error{}
+	}
+	return e
+}
+
+// API returns the list form of c.
+func API(c *Connection) APIConnection {
+	return APIConnection{
+		ID: c.ID, ConnectionID: c.ConnectionID, Provider: c.Provider, ProviderConfigKey: c.IntegrationKey,
+		Created: httpapi.Time(c.CreatedAt), Metadata: c.Metadata, Tags: nonNilTags(c.Tags),
+		EndUser: apiEndUser(c.Tags), Errors: nonNilErrors(c.Errors),
+	}
+}
+
+// APIFull returns the single form of c. Credentials are included when
+// withCredentials is true, and the refresh token (also inside raw) only when
+// withRefreshToken is true too.
+func APIFull(c *Connection, withCredentials, withRefreshToken bool) APIConnectionFull {
+	out := APIConnectionFull{
+		ID: c.ID, ConnectionID: c.ConnectionID, ProviderConfigKey: c.IntegrationKey, Provider: c.Provider,
+		ConnectionConfig: c.ConnectionConfig, CreatedAt: httpapi.Time(c.CreatedAt), UpdatedAt: httpapi.Time(c.UpdatedAt),
+		LastFetchedAt: httpapi.TimePtr(c.LastFetchedAt), Metadata: c.Metadata, Errors: nonNilErrors(c.Errors),
+		EndUser: apiEndUser(c.Tags), Tags: nonNilTags(c.Tags),
+	}
+	if out.ConnectionConfig == nil {
+		out.ConnectionConfig = map[string]any{}
+	}
+	if c.WebhookURLOverride != "" {
+		out.WebhookURLOverride = &c.WebhookURLOverride
+	}
+	if withCredentials && c.Credentials != nil {
+		out.Credentials = APICredentials(c.Credentials, withRefreshToken)
+	}
+	return out
+}
+
+// APICredentials returns the wire form of credentials for their type.
+func APICredentials(c *Credentials, withRefreshToken bool) map[string]any {
+	m := map[string]any{"type": c.Type}
+	raw := func() map[string]any {
+		r := make(map[string]any, len(c.Raw))
+		for k, v := range c.Raw {
+			if !withRefreshToken && k == "refresh_token" {
+				continue
+			}
+			r[k] = v
+		}
+		return r
+	}
+	exp := func() {
+		if c.ExpiresAt != nil {
+			m["expires_at"] = httpapi.Time(*c.ExpiresAt)
+		}
+	}
+	switch c.Type {
+	case AuthModeOAuth2:
+		m["access_token"] = c.AccessToken
+		if withRefreshToken && c.RefreshToken != "" {
+			m["refresh_token"] = c.RefreshToken
+		}
+		exp()
+		m["raw"] = raw()
+		if c.ConfigOverride != nil {
+			m["config_override"] = c.ConfigOverride
+		}
+	case AuthModeOAuth1:
+		m["oauth_token"], m["oauth_token_secret"], m["raw"] = c.OAuthToken, c.OAuthTokenSecret, raw()
+	case AuthModeOAuth2CC:
+		m["token"], m["client_id"], m["client_secret"], m["raw"] = c.Token, c.ClientID, c.ClientSecret, raw()
+		exp()
+	case AuthModeAPIKey:
+		m["apiKey"] = c.APIKey
+	case AuthModeBasic:
+		m["username"], m["password"] = c.Username, c.Password
+	case AuthModeApp:
+		m["access_token"], m["raw"] = c.AccessToken, raw()
+		exp()
+		if c.JWTToken != "" {
+			m["jwtToken"] = c.JWTToken
+		}
+	case AuthModeTBA:
+		m["token_id"], m["token_secret"] = c.TokenID, c.TokenSecret
+		if c.ConfigOverride != nil {
+			m["config_override"] = c.ConfigOverride
+		}
+	case AuthModeNone:
+		return map[string]any{}
+	}
+	return m
+}
+
+func integrationKey(r *http.Request) (string, error) {
+	k := r.URL.Query().Get("provider_config_key")
+	if k == "" {
+		k = r.Header.Get("Provider-Config-Key")
+	}
+	if k == "" {
+		return "", httpapi.InvalidQuery("provider_config_key", "is required")
+	}
+	return k, nil
+}
+
+func connectionIDParam(r *http.Request) (string, error) {
+	id := r.PathValue("connectionId")
+	if !ValidConnectionID(id) {
+		return "", store.Invalid("invalid_uri_params", "The connection id is invalid.", store.FieldError{
+			Code: "invalid_value", Message: "must be 1 to 255 characters without control characters", Path: []string{"connectionId"}})
+	}
+	return id, nil
+}
+
+// Routes registers the connection routes.
+func (s *Service) Routes(rt *httpapi.Router) {
+	list := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+		q := r.URL.Query()
+		in := ListInput{ConnectionID: q.Get("connectionId"), Search: q.Get("search"), EndUserID: q.Get("endUserId"),
+			EndUserOrganizationID: q.Get("endUserOrganizationId")}
+		if in.EndUserID == "" {
+			in.EndUserID = q.Get("userId")
+		}
+		for _, v := range q["integrationId"] {
+			in.IntegrationKeys = append(in.IntegrationKeys, strings.Split(v, ",")...)
+		}
+		for k, vs := range q {
+			if tag, ok := strings.CutPrefix(k, "tags["); ok && strings.HasSuffix(tag, "]") && len(vs) > 0 {
+				if in.Tags == nil {
+					in.Tags = map[string]string{}
+				}
+				in.Tags[strings.ToLower(strings.TrimSuffix(tag, "]"))] = vs[len(vs)-1]
+			}
+		}
+		for name, v := range map[string]string{"connectionId": in.ConnectionID, "search": in.Search, "endUserId": in.EndUserID} {
+			if len(v) > 255 {
+				return httpapi.InvalidQuery(name, "must be at most 255 characters")
+			}
+		}
+		var err error
+		if in.Limit, err = httpapi.QueryInt(r, "limit", DefaultListLimit, 1, DefaultListLimit); err != nil {
+			return err
+		}
+		if in.Page, err = httpapi.QueryInt(r, "page", 0, 0, 1_000_000); err != nil {
+			return err
+		}
+		conns, err := s.List(r.Context(), p.EnvironmentID, in)
+		if err != nil {
+			return err
+		}
+		out := make([]APIConnection, 0, len(conns))
+		for _, c := range conns {
+			out = append(out, API(c))
+		}
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"connections": out})
+		return nil
+	}
+	get := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+		id, err := connectionIDParam(r)
+		if err != nil {
+			return err
+		}
+		key, err := integrationKey(r)
+		if err != nil {
+			return err
+		}
+		var opts GetOptions
+		var withRefresh bool
+		if opts.ForceRefresh, err = httpapi.QueryBool(r, "force_refresh"); err != nil {
+			return err
+		}
+		if withRefresh, err = httpapi.QueryBool(r, "refresh_token"); err != nil {
+			return err
+		}
+		if opts.RefreshGitHubAppJWT, err = httpapi.QueryBool(r, "refresh_github_app_jwt_token"); err != nil {
+			return err
+		}
+		withCreds := p.Allows(environments.ScopeConnectionsReadCredentials)
+		if !withCreds && (opts.ForceRefresh || withRefresh || opts.RefreshGitHubAppJWT) {
+			return store.Errorf(store.ErrForbidden, "forbidden", "The API key lacks the scope %s.", environments.ScopeConnectionsReadCredentials)
+		}
+		c, err := s.Get(r.Context(), p.EnvironmentID, key, id, opts)
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusOK, APIFull(c, withCreds, withRefresh))
+		return nil
+	}
+	importHandler := func(status int) httpapi.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+			var in ImportInput
+			if err := httpapi.Decode(r, &in); err != nil {
+				return err
+			}
+			c, created, err := s.Import(r.Context(), p.EnvironmentID, in)
+			if err != nil {
+				return err
+			}
+			st := http.StatusOK
+			if created {
+				st = status
+			}
+			httpapi.WriteJSON(w, st, API(c))
+			return nil
+		}
+	}
+	metadata := func(merge bool) httpapi.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+			var in struct {
+				Metadata          json.RawMessage `json:"metadata"`
+				ConnectionID      StringList      `json:"connection_id"`
+				ProviderConfigKey string          `json:"provider_config_key"`
+			}
+			if err := httpapi.Decode(r, &in); err != nil {
+				return err
+			}
+			if in.ProviderConfigKey == "" {
+				return httpapi.InvalidField("is required", "provider_config_key")
+			}
+			if len(in.ConnectionID) == 0 {
+				return httpapi.InvalidField("is required", "connection_id")
+			}
+			if len(in.ConnectionID) > 1000 {
+				return httpapi.InvalidField("must list at most 1000 connection ids", "connection_id")
+			}
+			for i, id := range in.ConnectionID {
+				if !ValidConnectionID(id) {
+					return httpapi.InvalidField("must be 1 to 255 characters without control characters", "connection_id", strconv.Itoa(i))
+				}
+			}
+			md, err := decodeObject(in.Metadata, "metadata")
+			if err != nil {
+				return err
+			}
+			if err := s.SetMetadata(r.Context(), p.EnvironmentID, in.ProviderConfigKey, in.ConnectionID, md, merge); err != nil {
+				return err
+			}
+			var cid any = in.ConnectionID[0]
+			if len(in.ConnectionID) > 1 {
+				cid = []string(in.ConnectionID)
+			}
+			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"metadata": md, "provider_config_key": in.ProviderConfigKey, "connection_id": cid})
+			return nil
+		}
+	}
+	legacyMetadata := func(merge bool) httpapi.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+			id, err := connectionIDParam(r)
+			if err != nil {
+				return err
+			}
+			key := r.Header.Get("Provider-Config-Key")
+			if key == "" {
+				key = r.URL.Query().Get("provider_config_key")
+			}
+			if key == "" {
+				return store.Invalid("invalid_headers", "The Provider-Config-Key header is required.", store.FieldError{
+					Code: "required", Message: "is required", Path: []string{"provider-config-key"}})
+			}
+			b, err := httpapi.ReadBody(r)
+			if err != nil {
+				return err
+			}
+			md, err := decodeObject(b, "metadata")
+			if err != nil {
+				return err
+			}
+			if err := s.SetMetadata(r.Context(), p.EnvironmentID, key, []string{id}, md, merge); err != nil {
+				return err
+			}
+			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"metadata": md, "provider_config_key": key, "connection_id": id})
+			return nil
+		}
+	}
+	patch := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+		id, err := connectionIDParam(r)
+		if err != nil {
+			return err
+		}
+		key, err := integrationKey(r)
+		if err != nil {
+			return err
+		}
+		var in PatchInput
+		if err := httpapi.Decode(r, &in); err != nil {
+			return err
+		}
+		if _, err := s.Patch(r.Context(), p.EnvironmentID, key, id, in); err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"success": true})
+		return nil
+	}
+	del := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+		id, err := connectionIDParam(r)
+		if err != nil {
+			return err
+		}
+		key, err := integrationKey(r)
+		if err != nil {
+			return err
+		}
+		if err := s.Delete(r.Context(), p.EnvironmentID, key, id); err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"success": true})
+		return nil
+	}
+	read, create := environments.ScopeConnectionsRead, environments.ScopeConnectionsCreate
+	update, remove := environments.ScopeConnectionsUpdate, environments.ScopeConnectionsDelete
+	for _, r := range []httpapi.Route{
+		{Pattern: "GET /connections", Scope: read, Handler: list},
+		{Pattern: "GET /connection", Scope: read, Handler: list},
+		{Pattern: "GET /connections/{connectionId...}", Scope: read, Handler: get},
+		{Pattern: "GET /connection/{connectionId...}", Scope: read, Handler: get},
+		{Pattern: "POST /connections", Scope: create, Handler: importHandler(http.StatusCreated)},
+		{Pattern: "POST /connection", Scope: create, Handler: importHandler(http.StatusCreated), Style: httpapi.StyleMessage},
+		{Pattern: "POST /connections/metadata", Scope: update, Handler: metadata(false)},
+		{Pattern: "PATCH /connections/metadata", Scope: update, Handler: metadata(true)},
+		{Pattern: "POST /connection/metadata", Scope: update, Handler: metadata(false)},
+		{Pattern: "PATCH /connection/metadata", Scope: update, Handler: metadata(true)},
+		{Pattern: "POST /connection/{connectionId}/metadata", Scope: update, Handler: legacyMetadata(false)},
+		{Pattern: "PATCH /connection/{connectionId}/metadata", Scope: update, Handler: legacyMetadata(true)},
+		{Pattern: "PATCH /connections/{connectionId...}", Scope: update, Handler: patch},
+		{Pattern: "DELETE /connections/{connectionId...}", Scope: remove, Handler: del},
+		{Pattern: "DELETE /connection/{connectionId...}", Scope: remove, Handler: del, Style: httpapi.StyleMessage},
+	} {
+		rt.Handle(r)
+	}
+}
+
+func decodeObject(raw json.RawMessage, field string) (map[string]any, error) {
+	b := []byte(strings.TrimSpace(string(raw)))
+	if len(b) == 0 || b[0] != '{' {
+		return nil, httpapi.InvalidField("must be an object", field)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, httpapi.InvalidField("must be an object", field)
+	}
+	return m, nil
+}

@@ -1,0 +1,481 @@
+package connections
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/internal/secret"
+	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/store"
+)
+
+const purposeCredentials = "connection.credentials"
+
+// Limits of connection fields.
+const (
+	MaxTagValueLength  = 255
+	MaxTagKeyLength    = 64
+	MaxTags            = 64
+	MaxConnectionIDLen = 255
+	// DefaultListLimit is the page size of List when none is given, and
+	// the largest allowed.
+	DefaultListLimit = 1000
+)
+
+// IntegrationLookup finds integrations; the Store implements it.
+type IntegrationLookup interface {
+	GetIntegration(ctx context.Context, environmentID int64, uniqueKey string) (*integrations.Integration, error)
+}
+
+// RefreshFunc refreshes a connection's credentials when they are about to
+// expire, or always when force is true, and returns the connection as
+// stored afterwards. The default refreshes nothing.
+type RefreshFunc func(ctx context.Context, c *Connection, force bool) (*Connection, error)
+
+// Service manages connections.
+type Service struct {
+	store        Store
+	integrations IntegrationLookup
+	catalog      *integrations.Catalog
+	keyring      *secret.Keyring
+	log          *oplog.Writer
+	now          func() time.Time
+	refresh      RefreshFunc
+}
+
+// NewService is called by connect.New.
+func NewService(st Store, ints IntegrationLookup, catalog *integrations.Catalog, keyring *secret.Keyring, log *oplog.Writer, now func() time.Time) *Service {
+	return &Service{store: st, integrations: ints, catalog: catalog, keyring: keyring, log: log, now: now}
+}
+
+// SetRefreshFunc installs the refresher used by Get.
+func (s *Service) SetRefreshFunc(f RefreshFunc) { s.refresh = f }
+
+func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// ListInput filters List. Zero fields match anything.
+type ListInput struct {
+	// ConnectionID matches exactly, possibly in several integrations.
+	ConnectionID string
+	// IntegrationKeys matches any of them.
+	IntegrationKeys []string
+	// Tags must all match; keys are compared lowercased.
+	Tags map[string]string
+	// EndUserID matches the end_user_id tag.
+	EndUserID string
+	// EndUserOrganizationID matches the organization_id tag.
+	EndUserOrganizationID string
+	// Search matches connection ids containing it, case-insensitively.
+	Search string
+	// Limit is the page size, 1 to DefaultListLimit (the default).
+	Limit int
+	// Page counts from 0.
+	Page int
+}
+
+// List returns connections without credentials.
+func (s *Service) List(ctx context.Context, environmentID int64, in ListInput) ([]*Connection, error) {
+	f := Filter{EnvironmentID: environmentID, ConnectionID: in.ConnectionID, Search: in.Search}
+	for _, k := range in.IntegrationKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			f.IntegrationKeys = append(f.IntegrationKeys, k)
+		}
+	}
+	tags := map[string]string{}
+	for k, v := range in.Tags {
+		tags[strings.ToLower(k)] = v
+	}
+	if in.EndUserID != "" {
+		tags[TagEndUserID] = in.EndUserID
+	}
+	if in.EndUserOrganizationID != "" {
+		tags[TagOrganizationID] = in.EndUserOrganizationID
+	}
+	if len(tags) > 0 {
+		f.Tags = tags
+	}
+	if in.Limit <= 0 || in.Limit > DefaultListLimit {
+		in.Limit = DefaultListLimit
+	}
+	if in.Page < 0 {
+		in.Page = 0
+	}
+	f.Limit, f.Offset = in.Limit, in.Page*in.Limit
+	list, err := s.store.ListConnections(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range list {
+		c.Credentials = nil
+	}
+	return list, nil
+}
+
+// GetOptions changes what Get does.
+type GetOptions struct {
+	// ForceRefresh attempts a refresh even when the token is not about to
+	// expire.
+	ForceRefresh bool
+	// RefreshGitHubAppJWT refreshes the token of app-style connections.
+	RefreshGitHubAppJWT bool
+}
+
+// Get returns a connection with its credentials, refreshing them first when
+// a refresher is installed and they are about to expire (or when forced).
+func (s *Service) Get(ctx context.Context, environmentID int64, integrationKey, connectionID string, opts GetOptions) (*Connection, error) {
+	c, err := s.store.GetConnection(ctx, environmentID, integrationKey, connectionID)
+	if err != nil {
+		return nil, s.notFound(ctx, err, environmentID, integrationKey, connectionID)
+	}
+	if s.refresh != nil {
+		c, err = s.refresh(ctx, c, opts.ForceRefresh || opts.RefreshGitHubAppJWT)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.open(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// notFound tells an unknown integration from an unknown connection.
+func (s *Service) notFound(ctx context.Context, err error, environmentID int64, integrationKey, connectionID string) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if _, ierr := s.integrations.GetIntegration(ctx, environmentID, integrationKey); errors.Is(ierr, store.ErrNotFound) {
+		return store.NotFound("unknown_provider_config", "The integration %q was not found.", integrationKey)
+	}
+	return store.NotFound("not_found", "The connection %q of integration %q was not found.", connectionID, integrationKey)
+}
+
+// Delete deletes a connection.
+func (s *Service) Delete(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	return s.store.WithTx(ctx, func(ctx context.Context) error {
+		if err := s.store.DeleteConnection(ctx, environmentID, integrationKey, connectionID); err != nil {
+			return s.notFound(ctx, err, environmentID, integrationKey, connectionID)
+		}
+		_, err := s.log.Record(ctx, &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: "delete",
+			IntegrationKey: integrationKey, ConnectionID: connectionID, Message: "connection deleted"})
+		return err
+	})
+}
+
+// mutate reads a connection, applies fn and writes it back, retrying when a
+// concurrent writer got there first. It must run inside a transaction or
+// alone.
+func (s *Service) mutate(ctx context.Context, environmentID int64, integrationKey, connectionID string, fn func(c *Connection) error) (*Connection, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := s.store.GetConnection(ctx, environmentID, integrationKey, connectionID)
+		if err != nil {
+			return nil, s.notFound(ctx, err, environmentID, integrationKey, connectionID)
+		}
+		if err := s.open(c); err != nil {
+			return nil, err
+		}
+		if err := fn(c); err != nil {
+			return nil, err
+		}
+		c.UpdatedAt = s.nowUTC()
+		if err := s.seal(c); err != nil {
+			return nil, err
+		}
+		err = s.store.UpdateConnection(ctx, c)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt >= 20 {
+			return nil, err
+		}
+	}
+}
+
+// SetMetadata replaces (merge false) or merges into (merge true) the
+// metadata of each listed connection of the integration. It changes all of
+// them or, when one is missing, none.
+func (s *Service) SetMetadata(ctx context.Context, environmentID int64, integrationKey string, connectionIDs []string, metadata map[string]any, merge bool) error {
+	if len(connectionIDs) == 0 {
+		return httpapi.InvalidField("is required", "connection_id")
+	}
+	if metadata == nil {
+		return httpapi.InvalidField("must be an object", "metadata")
+	}
+	op := "set_metadata"
+	if merge {
+		op = "update_metadata"
+	}
+	return s.store.WithTx(ctx, func(ctx context.Context) error {
+		for _, id := range connectionIDs {
+			_, err := s.mutate(ctx, environmentID, integrationKey, id, func(c *Connection) error {
+				if !merge || c.Metadata == nil {
+					c.Metadata = map[string]any{}
+				}
+				for k, v := range metadata {
+					c.Metadata[k] = v
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if _, err := s.log.Record(ctx, &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: op,
+				IntegrationKey: integrationKey, ConnectionID: id, Message: "metadata changed"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// EndUser is the deprecated description of a connection's end user. It is
+// stored as the conventional tags.
+type EndUser struct {
+	ID           string            `json:"id"`
+	Email        string            `json:"email,omitempty"`
+	DisplayName  string            `json:"display_name,omitempty"`
+	Tags         map[string]string `json:"tags,omitempty"`
+	Organization *Organization     `json:"organization,omitempty"`
+}
+
+// Organization is the deprecated description of an end user's organization.
+type Organization struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name,omitempty"`
+}
+
+// Conventional tag keys.
+const (
+	TagEndUserID               = "end_user_id"
+	TagEndUserEmail            = "end_user_email"
+	TagEndUserDisplayName      = "end_user_display_name"
+	TagOrganizationID          = "organization_id"
+	TagOrganizationDisplayName = "organization_display_name"
+)
+
+// EndUserTags maps the deprecated end user and organization onto tags.
+func EndUserTags(u *EndUser, org *Organization) (map[string]string, error) {
+	tags := map[string]string{}
+	if u != nil {
+		if len(u.Tags) > MaxTags {
+			return nil, httpapi.InvalidField(fmt.Sprintf("must have at most %d keys", MaxTags), "end_user", "tags")
+		}
+		for k, v := range u.Tags {
+			tags[k] = v
+		}
+		if u.ID == "" {
+			return nil, httpapi.InvalidField("is required", "end_user", "id")
+		}
+		tags[TagEndUserID] = u.ID
+		if u.Email != "" {
+			tags[TagEndUserEmail] = u.Email
+		}
+		if u.DisplayName != "" {
+			tags[TagEndUserDisplayName] = u.DisplayName
+		}
+		if u.Organization != nil && org == nil {
+			org = u.Organization
+		}
+	}
+	if org != nil {
+		if org.ID == "" {
+			return nil, httpapi.InvalidField("is required", "organization", "id")
+		}
+		tags[TagOrganizationID] = org.ID
+		if org.DisplayName != "" {
+			tags[TagOrganizationDisplayName] = org.DisplayName
+		}
+	}
+	return NormalizeTags(tags)
+}
+
+// NormalizeTags lowercases tag keys and checks the limits: at most MaxTags
+// keys of 1 to MaxTagKeyLength characters, values of at most
+// MaxTagValueLength characters.
+func NormalizeTags(tags map[string]string) (map[string]string, error) {
+	if tags == nil {
+		return nil, nil
+	}
+	if len(tags) > MaxTags {
+		return nil, httpapi.InvalidField(fmt.Sprintf("must have at most %d keys", MaxTags), "tags")
+	}
+	out := make(map[string]string, len(tags))
+	for k, v := range tags {
+		lk := strings.ToLower(strings.TrimSpace(k))
+		if lk == "" || utf8.RuneCountInString(lk) > MaxTagKeyLength || !utf8.ValidString(lk) {
+			return nil, httpapi.InvalidField(fmt.Sprintf("keys must be 1 to %d characters", MaxTagKeyLength), "tags", k)
+		}
+		if utf8.RuneCountInString(v) > MaxTagValueLength || !utf8.ValidString(v) {
+			return nil, httpapi.InvalidField(fmt.Sprintf("values must be at most %d characters", MaxTagValueLength), "tags", k)
+		}
+		out[lk] = v
+	}
+	return out, nil
+}
+
+// PatchInput changes a connection; nil fields stay.
+type PatchInput struct {
+	Tags *map[string]string `json:"tags"`
+	// WebhookURLOverride sets the per-connection webhook URL; an empty
+	// string clears it.
+	WebhookURLOverride *string `json:"webhook_url_override"`
+	// EndUser is deprecated; it is stored as the conventional tags.
+	EndUser *EndUser `json:"end_user"`
+}
+
+// Patch changes a connection's tags, webhook URL override or end user.
+func (s *Service) Patch(ctx context.Context, environmentID int64, integrationKey, connectionID string, in PatchInput) (*Connection, error) {
+	var tags, endUserTags map[string]string
+	var err error
+	if in.Tags != nil {
+		if tags, err = NormalizeTags(*in.Tags); err != nil {
+			return nil, err
+		}
+	}
+	if in.EndUser != nil {
+		if endUserTags, err = EndUserTags(in.EndUser, nil); err != nil {
+			return nil, err
+		}
+	}
+	if in.WebhookURLOverride != nil && *in.WebhookURLOverride != "" {
+		if err := ValidateWebhookURL(*in.WebhookURLOverride); err != nil {
+			return nil, err
+		}
+	}
+	var out *Connection
+	err = s.store.WithTx(ctx, func(ctx context.Context) error {
+		c, err := s.mutate(ctx, environmentID, integrationKey, connectionID, func(c *Connection) error {
+			if in.Tags != nil {
+				c.Tags = tags
+			}
+			if endUserTags != nil {
+				if c.Tags == nil {
+					c.Tags = map[string]string{}
+				}
+				for _, k := range []string{TagEndUserID, TagEndUserEmail, TagEndUserDisplayName, TagOrganizationID, TagOrganizationDisplayName} {
+					delete(c.Tags, k)
+				}
+				for k, v := range endUserTags {
+					c.Tags[k] = v
+				}
+				if len(c.Tags) > MaxTags {
+					return httpapi.InvalidField(fmt.Sprintf("must have at most %d keys", MaxTags), "tags")
+				}
+			}
+			if in.WebhookURLOverride != nil {
+				c.WebhookURLOverride = *in.WebhookURLOverride
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		out = c
+		_, err = s.log.Record(ctx, &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: "update",
+			IntegrationKey: integrationKey, ConnectionID: connectionID, Message: "connection updated"})
+		return err
+	})
+	return out, err
+}
+
+// ValidateWebhookURL checks a webhook URL override.
+func ValidateWebhookURL(raw string) error {
+	if len(raw) > 2048 || !(strings.HasPrefix(raw, "https://") || strings.HasPrefix(raw, "http://")) {
+		return httpapi.InvalidField("must be an absolute http or https URL of at most 2048 characters", "webhook_url_override")
+	}
+	if u, err := parseURL(raw); err != nil || u == "" {
+		return httpapi.InvalidField("must be an absolute http or https URL of at most 2048 characters", "webhook_url_override")
+	}
+	return nil
+}
+
+// ValidConnectionID reports whether id can be a connection id: 1 to 255
+// characters without control characters.
+func ValidConnectionID(id string) bool {
+	if id == "" || len(id) > MaxConnectionIDLen || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Service) seal(c *Connection) error {
+	if c.Credentials == nil {
+		c.SealedCredentials = ""
+		return nil
+	}
+	b, err := json.Marshal(c.Credentials)
+	if err != nil {
+		return err
+	}
+	v, err := s.keyring.Seal(purposeCredentials, b)
+	if err != nil {
+		return err
+	}
+	c.SealedCredentials = v
+	c.AuthMode = c.Credentials.Type
+	c.CredentialsExpiresAt = c.Credentials.ExpiresAt
+	return nil
+}
+
+func (s *Service) open(c *Connection) error {
+	c.Credentials = nil
+	if c.SealedCredentials == "" {
+		return nil
+	}
+	b, err := s.keyring.Open(purposeCredentials, c.SealedCredentials)
+	if err != nil {
+		return fmt.Errorf("open credentials of connection %d: %w", c.ID, err)
+	}
+	c.Credentials = new(Credentials)
+	if err := json.Unmarshal(b, c.Credentials); err != nil {
+		return fmt.Errorf("decode credentials of connection %d: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Reseal re-seals the credentials of every connection of the environment
+// not sealed under the primary key, returning how many changed.
+func (s *Service) Reseal(ctx context.Context, environmentID int64) (int, error) {
+	n := 0
+	for page := 0; ; page++ {
+		list, err := s.store.ListConnections(ctx, Filter{EnvironmentID: environmentID, Page: store.Page{Limit: 500, Offset: page * 500}})
+		if err != nil {
+			return n, err
+		}
+		for _, l := range list {
+			if !s.keyring.NeedsReseal(l.SealedCredentials) {
+				continue
+			}
+			_, err := s.mutate(ctx, environmentID, l.IntegrationKey, l.ConnectionID, func(*Connection) error { return nil })
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return n, err
+			}
+			n++
+		}
+		if len(list) < 500 {
+			return n, nil
+		}
+	}
+}
+
+func newConnectionID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

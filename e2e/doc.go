@@ -1,0 +1,40 @@
+// Package e2e holds the end-to-end tests: they drive the reference server (./examples/server)
+// the way users do, through the published Node client @nangohq/node, pinned to exactly 0.71.10
+// in e2e/package.json and e2e/package-lock.json. The package has no non-test code.
+//
+// TestNodeClient builds ./examples/server (with -race when the test binary has it), creates a
+// fresh Postgres database connect_e2e_<random> through TEST_DATABASE_URL, starts the server on
+// a free port with DATABASE_URL, a random CONNECT_ENCRYPTION_KEY and CONNECT_API_KEY, and
+// CONNECT_DEV_ENV_VARS, waits for GET /health, and runs every e2e/node/*.test.mjs file with
+// `node --test`. It then sends SIGTERM and requires the server to exit with code 0 within
+// 10 seconds, and drops the database.
+//
+// # Running it locally
+//
+// Once, and whenever e2e/package-lock.json changes, from the repository root:
+//
+//	npm ci --prefix e2e
+//
+// Then, with a Postgres that the URL's user may create databases on:
+//
+//	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//	  go test ./e2e/ -run TestNodeClient -v
+//
+// Without TEST_DATABASE_URL the test skips; with CONNECT_REQUIRE_POSTGRES=1 it fails instead.
+// Without node or e2e/node_modules it skips too, unless CI=true or CONNECT_REQUIRE_POSTGRES=1,
+// when it fails and says to run `npm ci --prefix e2e`. Node.js 20 or newer is needed.
+//
+// # Running the Node tests against a server you started
+//
+// The node:test files read NANGO_HOST and NANGO_API_KEY, and CONNECT_DEV_ENV_VARS for the
+// expected environment variables (without it that test checks only the shape of the answer).
+// Every name they create carries a per-run suffix, so they can be rerun against the same
+// server:
+//
+//	CONNECT_API_KEY=dev-key CONNECT_DEV_ENV_VARS='{"A":"1"}' go run ./examples/server &
+//	cd e2e && NANGO_HOST=http://127.0.0.1:3003 NANGO_API_KEY=dev-key \
+//	  CONNECT_DEV_ENV_VARS='{"A":"1"}' node --test node/
+//
+// .ci/run does all of this in CI: it runs `npm ci --prefix e2e`, makes sure Postgres answers,
+// and sets TEST_DATABASE_URL and CONNECT_REQUIRE_POSTGRES=1.
+package e2e

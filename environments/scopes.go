@@ -1,0 +1,52 @@
+package environments
+
+// Scopes an API key can hold. ScopeAll grants every scope. The five scopes of
+// the service specification are ScopeConnectionsCreate,
+// ScopeConnectSessionsWrite, ScopeActionsExecute, ScopeConnectionsUpdate and
+// ScopeConnectionsDelete; the others name the remaining routes.
+const (
+	ScopeAll = "environment:*"
+
+	ScopeProvidersRead = "environment:providers:read"
+
+	ScopeIntegrationsRead            = "environment:integrations:read"
+	ScopeIntegrationsReadCredentials = "environment:integrations:read_credentials"
+	ScopeIntegrationsWrite           = "environment:integrations:write"
+
+	ScopeConnectionsRead            = "environment:connections:read"
+	ScopeConnectionsReadCredentials = "environment:connections:read_credentials"
+	ScopeConnectionsCreate          = "environment:connections:create"
+	ScopeConnectionsUpdate          = "environment:connections:update"
+	ScopeConnectionsDelete          = "environment:connections:delete"
+
+	ScopeConnectSessionsWrite = "environment:connect_sessions:write"
+	ScopeActionsExecute       = "environment:actions:execute"
+	ScopeProxy                = "environment:proxy"
+
+	ScopeEnvironmentVariablesRead = "environment:environment_variables:read"
+)
+
+// AllScopes lists every scope but ScopeAll, in documentation order.
+func AllScopes() []string {
+	return []string{
+		ScopeProvidersRead,
+		ScopeIntegrationsRead, ScopeIntegrationsReadCredentials, ScopeIntegrationsWrite,
+		ScopeConnectionsRead, ScopeConnectionsReadCredentials, ScopeConnectionsCreate,
+		ScopeConnectionsUpdate, ScopeConnectionsDelete,
+		ScopeConnectSessionsWrite, ScopeActionsExecute, ScopeProxy,
+		ScopeEnvironmentVariablesRead,
+	}
+}
+
+// ValidScope reports whether s is a known scope.
+func ValidScope(s string) bool {
+	if s == ScopeAll {
+		return true
+	}
+	for _, k := range AllScopes() {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,486 @@
+package environments
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/internal/secret"
+	"github.com/embedauth/connect/store"
+)
+
+// Purposes bind sealed values to their field.
+const (
+	purposeSigningKey = "environment.webhook_signing_key"
+	purposeVariable   = "environment.variable"
+)
+
+// Service manages environments, their API keys, settings and variables.
+type Service struct {
+	store   Store
+	keyring *secret.Keyring
+	now     func() time.Time
+	ttl     time.Duration
+
+	mu    sync.Mutex
+	cache map[[32]byte]cachedKey
+}
+
+type cachedKey struct {
+	p       *httpapi.Principal
+	expires time.Time
+}
+
+// NewService is called by connect.New; hosts use the Service it builds.
+// keyCacheTTL bounds how long an authenticated API key is remembered in this
+// process: a key deleted in another process keeps working here for at most
+// that long. 0 disables the cache.
+func NewService(st Store, keyring *secret.Keyring, now func() time.Time, keyCacheTTL time.Duration) *Service {
+	return &Service{store: st, keyring: keyring, now: now, ttl: keyCacheTTL, cache: map[[32]byte]cachedKey{}}
+}
+
+var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// CreateInput describes a new environment.
+type CreateInput struct {
+	// Name is 1 to 63 lowercase letters, digits, '-' or '_'.
+	Name string
+	// Account defaults to "default".
+	Account string
+	// WebhookURLs are at most two absolute http(s) URLs.
+	WebhookURLs []string
+	// WebhookSigningKey is generated when empty.
+	WebhookSigningKey string
+	// WebhookSettings defaults to DefaultWebhookSettings.
+	WebhookSettings *WebhookSettings
+	ConnectUI       *ConnectUISettings
+}
+
+func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Create creates an environment.
+func (s *Service) Create(ctx context.Context, in CreateInput) (*Environment, error) {
+	if !nameRe.MatchString(in.Name) {
+		return nil, store.Invalid("invalid_body", "The environment name must be 1 to 63 lowercase letters, digits, '-' or '_'.")
+	}
+	if err := ValidateWebhookURLs(in.WebhookURLs); err != nil {
+		return nil, err
+	}
+	key := in.WebhookSigningKey
+	if key == "" {
+		key = randomToken(32)
+	}
+	sealed, err := s.keyring.Seal(purposeSigningKey, []byte(key))
+	if err != nil {
+		return nil, err
+	}
+	now := s.nowUTC()
+	env := &Environment{
+		Account:                 in.Account,
+		Name:                    in.Name,
+		WebhookURLs:             append([]string{}, in.WebhookURLs...),
+		SealedWebhookSigningKey: sealed,
+		WebhookSettings:         DefaultWebhookSettings(),
+		ConnectUI:               ConnectUISettings{Theme: "system"},
+		CreatedAt:               now,
+		UpdatedAt:               now,
+	}
+	if env.Account == "" {
+		env.Account = "default"
+	}
+	if in.WebhookSettings != nil {
+		env.WebhookSettings = *in.WebhookSettings
+	}
+	if in.ConnectUI != nil {
+		if err := validateConnectUI(*in.ConnectUI); err != nil {
+			return nil, err
+		}
+		env.ConnectUI = *in.ConnectUI
+	}
+	if err := s.store.CreateEnvironment(ctx, env); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, store.Conflict("environment_exists", "An environment named %q already exists.", in.Name)
+		}
+		return nil, err
+	}
+	return env, nil
+}
+
+// Get returns an environment by id.
+func (s *Service) Get(ctx context.Context, id int64) (*Environment, error) {
+	env, err := s.store.GetEnvironment(ctx, id)
+	return env, notFound(err, "environment")
+}
+
+// GetByName returns an environment by name.
+func (s *Service) GetByName(ctx context.Context, name string) (*Environment, error) {
+	env, err := s.store.GetEnvironmentByName(ctx, name)
+	return env, notFound(err, "environment")
+}
+
+// List returns every environment.
+func (s *Service) List(ctx context.Context) ([]*Environment, error) {
+	return s.store.ListEnvironments(ctx)
+}
+
+// UpdateInput changes the settings of an environment; nil fields stay.
+type UpdateInput struct {
+	WebhookURLs       *[]string
+	WebhookSigningKey *string
+	WebhookSettings   *WebhookSettings
+	ConnectUI         *ConnectUISettings
+	CallbackURL       *string
+}
+
+// Update changes an environment's settings.
+func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Environment, error) {
+	var out *Environment
+	err := s.store.WithTx(ctx, func(ctx context.Context) error {
+		env, err := s.store.GetEnvironment(ctx, id)
+		if err != nil {
+			return notFound(err, "environment")
+		}
+		if in.WebhookURLs != nil {
+			if err := ValidateWebhookURLs(*in.WebhookURLs); err != nil {
+				return err
+			}
+			env.WebhookURLs = append([]string{}, (*in.WebhookURLs)...)
+		}
+		if in.WebhookSigningKey != nil {
+			if len(*in.WebhookSigningKey) < 16 {
+				return store.Invalid("invalid_body", "The webhook signing key must be at least 16 characters.")
+			}
+			sealed, err := s.keyring.Seal(purposeSigningKey, []byte(*in.WebhookSigningKey))
+			if err != nil {
+				return err
+			}
+			env.SealedWebhookSigningKey = sealed
+		}
+		if in.WebhookSettings != nil {
+			env.WebhookSettings = *in.WebhookSettings
+		}
+		if in.ConnectUI != nil {
+			if err := validateConnectUI(*in.ConnectUI); err != nil {
+				return err
+			}
+			env.ConnectUI = *in.ConnectUI
+		}
+		if in.CallbackURL != nil {
+			if *in.CallbackURL != "" {
+				if err := validateURL(*in.CallbackURL, "callback_url"); err != nil {
+					return err
+				}
+			}
+			env.CallbackURL = *in.CallbackURL
+		}
+		env.UpdatedAt = s.nowUTC()
+		if err := s.store.UpdateEnvironment(ctx, env); err != nil {
+			return err
+		}
+		out = env
+		return nil
+	})
+	return out, err
+}
+
+// WebhookSigningKey returns the plaintext webhook signing key.
+func (s *Service) WebhookSigningKey(env *Environment) (string, error) {
+	b, err := s.keyring.Open(purposeSigningKey, env.SealedWebhookSigningKey)
+	if err != nil {
+		return "", fmt.Errorf("open webhook signing key of environment %d: %w", env.ID, err)
+	}
+	return string(b), nil
+}
+
+// ValidateWebhookURLs checks that there are at most two absolute http(s)
+// URLs.
+func ValidateWebhookURLs(urls []string) error {
+	if len(urls) > MaxWebhookURLs {
+		return store.Invalid("invalid_body", fmt.Sprintf("An environment has at most %d webhook URLs.", MaxWebhookURLs))
+	}
+	for i, u := range urls {
+		if err := validateURL(u, fmt.Sprintf("webhook_urls.%d", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateURL(raw, field string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(raw) > 2048 {
+		return httpapi.InvalidField("must be an absolute http or https URL of at most 2048 characters", strings.Split(field, ".")...)
+	}
+	return nil
+}
+
+var colorRe = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+
+func validateConnectUI(c ConnectUISettings) error {
+	switch c.Theme {
+	case "", "light", "dark", "system":
+	default:
+		return httpapi.InvalidField("must be light, dark or system", "theme")
+	}
+	for name, v := range map[string]string{"primary_color_light": c.PrimaryColorLight, "primary_color_dark": c.PrimaryColorDark} {
+		if v != "" && !colorRe.MatchString(v) {
+			return httpapi.InvalidField("must be a colour such as #00b2e3", name)
+		}
+	}
+	return nil
+}
+
+// NewAPIKey describes a new API key.
+type NewAPIKey struct {
+	Name string
+	// Scopes default to ScopeAll.
+	Scopes []string
+	// Secret is the key itself; generated when empty. A given secret must be
+	// at least 16 characters.
+	Secret string
+}
+
+// CreateAPIKey creates an API key and returns it with its secret, which is
+// shown only this once: the Store keeps a hash.
+func (s *Service) CreateAPIKey(ctx context.Context, environmentID int64, in NewAPIKey) (string, *APIKey, error) {
+	scopes := in.Scopes
+	if len(scopes) == 0 {
+		scopes = []string{ScopeAll}
+	}
+	for _, sc := range scopes {
+		if !ValidScope(sc) {
+			return "", nil, store.Invalid("invalid_body", fmt.Sprintf("Unknown scope %q.", sc))
+		}
+	}
+	raw := in.Secret
+	if raw == "" {
+		raw = "sk_" + randomToken(32)
+	} else if len(raw) < 16 || len(raw) > 512 || strings.ContainsAny(raw, " \t\r\n") {
+		return "", nil, store.Invalid("invalid_body", "An API key must be 16 to 512 characters without whitespace.")
+	}
+	h := sha256.Sum256([]byte(raw))
+	key := &APIKey{
+		EnvironmentID: environmentID,
+		Name:          in.Name,
+		Hash:          h[:],
+		Hint:          raw[len(raw)-4:],
+		Scopes:        append([]string{}, scopes...),
+		CreatedAt:     s.nowUTC(),
+	}
+	if _, err := s.Get(ctx, environmentID); err != nil {
+		return "", nil, err
+	}
+	if err := s.store.CreateAPIKey(ctx, key); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return "", nil, store.Conflict("api_key_exists", "This API key already exists.")
+		}
+		return "", nil, err
+	}
+	return raw, key, nil
+}
+
+// ListAPIKeys lists an environment's keys (hashes and hints, never secrets).
+func (s *Service) ListAPIKeys(ctx context.Context, environmentID int64) ([]*APIKey, error) {
+	return s.store.ListAPIKeys(ctx, environmentID)
+}
+
+// DeleteAPIKey revokes a key. The process's key cache forgets it at once;
+// other processes within the key cache TTL.
+func (s *Service) DeleteAPIKey(ctx context.Context, environmentID, id int64) error {
+	if err := s.store.DeleteAPIKey(ctx, environmentID, id); err != nil {
+		return notFound(err, "api key")
+	}
+	s.mu.Lock()
+	for h, c := range s.cache {
+		if c.p.KeyID == id {
+			delete(s.cache, h)
+		}
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Authenticate resolves an API key to its principal. An unknown key is an
+// ErrUnauthorized error with code unknown_account.
+func (s *Service) Authenticate(ctx context.Context, raw string) (*httpapi.Principal, error) {
+	h := sha256.Sum256([]byte(raw))
+	now := s.now()
+	if s.ttl > 0 {
+		s.mu.Lock()
+		c, ok := s.cache[h]
+		s.mu.Unlock()
+		if ok && now.Before(c.expires) {
+			return c.p, nil
+		}
+	}
+	key, err := s.store.GetAPIKeyByHash(ctx, h[:])
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, store.Errorf(store.ErrUnauthorized, "unknown_account", "Authentication failed: the API key is unknown.")
+		}
+		return nil, err
+	}
+	env, err := s.store.GetEnvironment(ctx, key.EnvironmentID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, store.Errorf(store.ErrUnauthorized, "unknown_account", "Authentication failed: the API key is unknown.")
+		}
+		return nil, err
+	}
+	p := &httpapi.Principal{EnvironmentID: env.ID, Environment: env.Name, Account: env.Account, KeyID: key.ID, Scopes: key.Scopes}
+	if s.ttl > 0 {
+		s.mu.Lock()
+		if len(s.cache) >= 10000 {
+			for k, c := range s.cache {
+				if !now.Before(c.expires) {
+					delete(s.cache, k)
+				}
+			}
+			if len(s.cache) >= 10000 {
+				s.cache = map[[32]byte]cachedKey{}
+			}
+		}
+		s.cache[h] = cachedKey{p: p, expires: now.Add(s.ttl)}
+		s.mu.Unlock()
+	}
+	return p, nil
+}
+
+var varNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
+
+// SetVariables replaces the environment's variables. Names are letters,
+// digits and '_' not starting with a digit; values are sealed at rest.
+func (s *Service) SetVariables(ctx context.Context, environmentID int64, vars map[string]string) error {
+	if _, err := s.Get(ctx, environmentID); err != nil {
+		return err
+	}
+	if len(vars) > 1000 {
+		return store.Invalid("invalid_body", "An environment has at most 1000 variables.")
+	}
+	out := make([]Variable, 0, len(vars))
+	for name, value := range vars {
+		if !varNameRe.MatchString(name) {
+			return store.Invalid("invalid_body", fmt.Sprintf("Invalid variable name %q.", name))
+		}
+		if len(value) > 64<<10 {
+			return store.Invalid("invalid_body", fmt.Sprintf("The value of %s is longer than 64 KiB.", name))
+		}
+		sealed, err := s.keyring.Seal(purposeVariable, []byte(value))
+		if err != nil {
+			return err
+		}
+		out = append(out, Variable{Name: name, SealedValue: sealed})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return s.store.SetVariables(ctx, environmentID, out)
+}
+
+// Variables returns the environment's variables in plaintext, by name.
+func (s *Service) Variables(ctx context.Context, environmentID int64) ([]PlainVariable, error) {
+	vars, err := s.store.ListVariables(ctx, environmentID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PlainVariable, 0, len(vars))
+	for _, v := range vars {
+		b, err := s.keyring.Open(purposeVariable, v.SealedValue)
+		if err != nil {
+			return nil, fmt.Errorf("open variable %s: %w", v.Name, err)
+		}
+		out = append(out, PlainVariable{Name: v.Name, Value: string(b)})
+	}
+	return out, nil
+}
+
+// PlainVariable is an environment variable with its value, the wire shape of
+// GET /environment-variables.
+type PlainVariable struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Reseal re-seals every secret of every environment that is not sealed under
+// the keyring's primary key. It returns the number of values re-sealed.
+func (s *Service) Reseal(ctx context.Context) (int, error) {
+	envs, err := s.store.ListEnvironments(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range envs {
+		err := s.store.WithTx(ctx, func(ctx context.Context) error {
+			env, err := s.store.GetEnvironment(ctx, e.ID)
+			if err != nil {
+				return err
+			}
+			if s.keyring.NeedsReseal(env.SealedWebhookSigningKey) {
+				if env.SealedWebhookSigningKey, err = s.reseal(purposeSigningKey, env.SealedWebhookSigningKey); err != nil {
+					return err
+				}
+				if err := s.store.UpdateEnvironment(ctx, env); err != nil {
+					return err
+				}
+				n++
+			}
+			vars, err := s.store.ListVariables(ctx, e.ID)
+			if err != nil {
+				return err
+			}
+			changed := false
+			for i := range vars {
+				if s.keyring.NeedsReseal(vars[i].SealedValue) {
+					if vars[i].SealedValue, err = s.reseal(purposeVariable, vars[i].SealedValue); err != nil {
+						return err
+					}
+					changed = true
+					n++
+				}
+			}
+			if changed {
+				return s.store.SetVariables(ctx, e.ID, vars)
+			}
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (s *Service) reseal(purpose, sealed string) (string, error) {
+	b, err := s.keyring.Open(purpose, sealed)
+	if err != nil {
+		return "", err
+	}
+	return s.keyring.Seal(purpose, b)
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		var e *store.Error
+		if errors.As(err, &e) {
+			return err
+		}
+		return store.NotFound("not_found", "The %s was not found.", what)
+	}
+	return err
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}

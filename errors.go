@@ -1,0 +1,26 @@
+package connect
+
+import (
+	"net/http"
+
+	"github.com/embedauth/connect/store"
+)
+
+// The error vocabulary, re-exported from package store. Every error of the
+// Service matches at most one of these under errors.Is.
+var (
+	ErrNotFound     = store.ErrNotFound
+	ErrConflict     = store.ErrConflict
+	ErrInvalid      = store.ErrInvalid
+	ErrUnauthorized = store.ErrUnauthorized
+	ErrForbidden    = store.ErrForbidden
+	ErrRateLimited  = store.ErrRateLimited
+	ErrUnavailable  = store.ErrUnavailable
+)
+
+// Error is an error with a wire code; see store.Error.
+type Error = store.Error
+
+func notFoundRoute(r *http.Request) error {
+	return store.NotFound("not_found", "No route %s %s.", r.Method, r.URL.Path)
+}

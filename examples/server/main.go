@@ -1,0 +1,238 @@
+// Command server is the reference server: the whole connect Service on one
+// HTTP port, configured by environment variables, for teams that drive it
+// with the published Nango clients from another language.
+//
+//	go run ./examples/server
+//
+// It uses the in-memory store unless DATABASE_URL is set. See the README for
+// every variable.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/lib/pq"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/postgres"
+)
+
+func main() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, logger, os.Getenv); err != nil {
+		logger.Error("server failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) error {
+	port := getenv("PORT")
+	if port == "" {
+		port = "3003"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("PORT %q is not a port number", port)
+	}
+
+	keys, err := encryptionKeys(getenv)
+	if err != nil {
+		return err
+	}
+	cfg := connect.Config{EncryptionKeys: keys, Logger: logger, PublicURL: getenv("CONNECT_PUBLIC_URL")}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://localhost:" + port
+	}
+	if v := getenv("CONNECT_RATE_LIMIT"); v != "" {
+		if cfg.RateLimitRequests, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("CONNECT_RATE_LIMIT %q is not an integer", v)
+		}
+	}
+	if v := getenv("CONNECT_RATE_LIMIT_WINDOW"); v != "" {
+		if cfg.RateLimitWindow, err = time.ParseDuration(v); err != nil || cfg.RateLimitWindow <= 0 {
+			return fmt.Errorf("CONNECT_RATE_LIMIT_WINDOW %q is not a positive duration such as 1m", v)
+		}
+	}
+
+	if dsn := getenv("DATABASE_URL"); dsn != "" {
+		if getenv("CONNECT_ENCRYPTION_KEY") == "" {
+			return errors.New("CONNECT_ENCRYPTION_KEY is required with DATABASE_URL: base64 of 32 random bytes (openssl rand -base64 32)")
+		}
+		db, err := sql.Open("postgres", dsn)
+		if err != nil {
+			return fmt.Errorf("DATABASE_URL: %w", err)
+		}
+		defer db.Close()
+		if err := postgres.Migrate(ctx, db, nil); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		st, err := postgres.New(db, nil)
+		if err != nil {
+			return err
+		}
+		cfg.Store = st
+		if cfg.RateLimitRequests >= 0 {
+			n, w := cfg.RateLimitRequests, cfg.RateLimitWindow
+			if n == 0 {
+				n = 3000
+			}
+			if w == 0 {
+				w = time.Minute
+			}
+			cfg.RateLimiter = postgres.NewRateLimiter(db, nil, n, w)
+		}
+		logger.Info("using Postgres store")
+	} else {
+		cfg.Store = memory.New()
+		logger.Info("using in-memory store: data is lost when the server stops")
+	}
+
+	if path := getenv("CONNECT_PROVIDERS_FILE"); path != "" {
+		extra, err := integrations.LoadFile(path)
+		if err != nil {
+			return fmt.Errorf("CONNECT_PROVIDERS_FILE: %w", err)
+		}
+		cat, err := integrations.DefaultCatalog()
+		if err != nil {
+			return err
+		}
+		if cfg.Providers, err = cat.With(extra...); err != nil {
+			return fmt.Errorf("CONNECT_PROVIDERS_FILE: %w", err)
+		}
+		logger.Info("loaded providers", "file", path, "count", len(extra))
+	}
+
+	svc, err := connect.New(cfg)
+	if err != nil {
+		return err
+	}
+	if len(keys) > 1 {
+		n, err := svc.ReencryptSecrets(ctx)
+		if err != nil {
+			return fmt.Errorf("re-encrypt secrets: %w", err)
+		}
+		logger.Info("re-encrypted secrets under the primary key", "values", n)
+	}
+	if err := setupDev(ctx, svc, logger, getenv); err != nil {
+		return err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return err
+	}
+
+	srv := &http.Server{
+		Addr:              ":" + port,
+		Handler:           svc.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	logger.Info("listening", "addr", srv.Addr, "public_url", cfg.PublicURL)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return svc.Stop(shutdownCtx)
+}
+
+// encryptionKeys reads CONNECT_ENCRYPTION_KEY (the primary) and
+// CONNECT_PREVIOUS_ENCRYPTION_KEYS (comma-separated, still able to open old
+// values). Key ids derive from the key material, so they are stable.
+func encryptionKeys(getenv func(string) string) ([]connect.EncryptionKey, error) {
+	primary := getenv("CONNECT_ENCRYPTION_KEY")
+	if primary == "" {
+		b := make([]byte, 32)
+		rand.Read(b)
+		primary = base64.StdEncoding.EncodeToString(b)
+	}
+	var keys []connect.EncryptionKey
+	for i, v := range append([]string{primary}, splitList(getenv("CONNECT_PREVIOUS_ENCRYPTION_KEYS"))...) {
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+		if err != nil || len(b) != 32 {
+			name := "CONNECT_ENCRYPTION_KEY"
+			if i > 0 {
+				name = fmt.Sprintf("CONNECT_PREVIOUS_ENCRYPTION_KEYS[%d]", i-1)
+			}
+			return nil, fmt.Errorf("%s must be base64 of exactly 32 bytes", name)
+		}
+		sum := sha256.Sum256(b)
+		keys = append(keys, connect.EncryptionKey{ID: "k" + hex.EncodeToString(sum[:4]), Key: b})
+	}
+	return keys, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// setupDev creates the dev environment and its full-access API key.
+func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, getenv func(string) string) error {
+	envs := svc.Environments()
+	env, err := envs.GetByName(ctx, "dev")
+	if errors.Is(err, store.ErrNotFound) {
+		env, err = envs.Create(ctx, environments.CreateInput{Name: "dev"})
+	}
+	if err != nil {
+		return fmt.Errorf("dev environment: %w", err)
+	}
+	key := getenv("CONNECT_API_KEY")
+	raw, _, err := envs.CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "default", Secret: key, Scopes: []string{environments.ScopeAll}})
+	switch {
+	case err == nil && key == "":
+		fmt.Fprintf(os.Stderr, "\n  API key of the dev environment (shown once): %s\n\n", raw)
+	case err == nil:
+	case errors.Is(err, store.ErrConflict) && key != "":
+		// The key exists already (a restart on the same database).
+	default:
+		return fmt.Errorf("CONNECT_API_KEY: %w", err)
+	}
+	if v := getenv("CONNECT_DEV_ENV_VARS"); v != "" {
+		var vars map[string]string
+		if err := json.Unmarshal([]byte(v), &vars); err != nil {
+			return fmt.Errorf("CONNECT_DEV_ENV_VARS must be a JSON object of strings: %w", err)
+		}
+		if err := envs.SetVariables(ctx, env.ID, vars); err != nil {
+			return fmt.Errorf("CONNECT_DEV_ENV_VARS: %w", err)
+		}
+	}
+	logger.Info("dev environment ready", "environment", env.Name)
+	return nil
+}

@@ -1,0 +1,165 @@
+package connect_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/internal/pgtest"
+	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/postgres"
+)
+
+// backends runs fn once per Store implementation: memory, and Postgres in a
+// fresh schema (skipped without TEST_DATABASE_URL unless required).
+func backends(t *testing.T, fn func(t *testing.T, b *backend)) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		fn(t, &backend{store: memory.New()})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		db, schema := pgtest.Schema(t)
+		opts := &postgres.Options{Schema: schema}
+		if err := postgres.Migrate(t.Context(), db, opts); err != nil {
+			t.Fatal(err)
+		}
+		st, err := postgres.New(db, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(t, &backend{store: st, db: db, schema: schema})
+	})
+}
+
+type backend struct {
+	store  connect.Store
+	db     *sql.DB // nil for memory
+	schema string
+}
+
+var testKey = connect.EncryptionKey{ID: "test1", Key: bytes.Repeat([]byte{7}, 32)}
+
+// bundle is a Service with a dev environment, a full-access key and an HTTP
+// server.
+type bundle struct {
+	svc *connect.Service
+	srv *httptest.Server
+	env *environments.Environment
+	key string
+	b   *backend
+	now *fakeClock
+}
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.t }
+
+func setup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *bundle {
+	t.Helper()
+	clock := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	cfg := connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}, Now: clock.Now,
+		PublicURL: "https://connect.example.com"}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	svc, err := connect.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	env, err := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	return &bundle{svc: svc, srv: srv, env: env, key: key, b: b, now: clock}
+}
+
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   any
+}
+
+func (r *response) obj() map[string]any {
+	m, _ := r.body.(map[string]any)
+	return m
+}
+
+// errCode returns error.code of a standard error body.
+func (r *response) errCode() string {
+	e, _ := r.obj()["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+type req struct {
+	method, path string
+	key          string // "" means the bundle's key; "-" means none
+	header       map[string]string
+	body         string
+}
+
+func (bu *bundle) do(t *testing.T, rq req) *response {
+	t.Helper()
+	var body io.Reader
+	if rq.body != "" {
+		body = strings.NewReader(rq.body)
+	}
+	r, err := http.NewRequest(rq.method, bu.srv.URL+rq.path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rq.body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	switch rq.key {
+	case "":
+		r.Header.Set("Authorization", "Bearer "+bu.key)
+	case "-":
+	default:
+		r.Header.Set("Authorization", "Bearer "+rq.key)
+	}
+	for k, v := range rq.header {
+		r.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := &response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out.body); err != nil {
+			t.Fatalf("%s %s: body is not JSON: %q", rq.method, rq.path, raw)
+		}
+	}
+	return out
+}
+
+// mustDo performs the request and fails unless the status is want.
+func (bu *bundle) mustDo(t *testing.T, want int, rq req) *response {
+	t.Helper()
+	r := bu.do(t, rq)
+	if r.status != want {
+		t.Fatalf("%s %s = %d %s, want %d", rq.method, rq.path, r.status, r.raw, want)
+	}
+	return r
+}

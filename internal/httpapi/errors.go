@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/embedauth/connect/store"
+)
+
+// Style selects the shape of error bodies of a route.
+type Style int
+
+const (
+	// StyleStandard answers {"error":{"code","message","errors"}}.
+	StyleStandard Style = iota
+	// StyleMessage answers {"message"}, the shape of the deprecated import
+	// and delete routes.
+	StyleMessage
+)
+
+// StatusError overrides the status code of an error.
+type StatusError struct {
+	Status int
+	Err    *store.Error
+}
+
+func (e *StatusError) Error() string { return e.Err.Error() }
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// WithStatus wraps err so that it is answered with status.
+func WithStatus(status int, err *store.Error) error { return &StatusError{Status: status, Err: err} }
+
+var kindStatus = []struct {
+	kind   error
+	status int
+	code   string
+}{
+	{store.ErrInvalid, http.StatusBadRequest, "invalid_request"},
+	{store.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
+	{store.ErrForbidden, http.StatusForbidden, "forbidden"},
+	{store.ErrNotFound, http.StatusNotFound, "not_found"},
+	{store.ErrConflict, http.StatusConflict, "conflict"},
+	{store.ErrRateLimited, http.StatusTooManyRequests, "too_many_requests"},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, "service_unavailable"},
+}
+
+// ErrorBody is the standard wire error body.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of ErrorBody.
+type ErrorDetail struct {
+	Code    string             `json:"code"`
+	Message string             `json:"message,omitempty"`
+	Errors  []store.FieldError `json:"errors,omitempty"`
+	Payload any                `json:"payload,omitempty"`
+}
+
+// Resolve maps err to a status code and an error detail. Unknown errors are
+// 500 server_error with a generic message.
+func Resolve(err error) (int, ErrorDetail) {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Status, detail(se.Err, "")
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable, ErrorDetail{Code: "request_timeout", Message: "The request was cancelled or timed out."}
+	}
+	for _, ks := range kindStatus {
+		if errors.Is(err, ks.kind) {
+			var e *store.Error
+			if errors.As(err, &e) {
+				return ks.status, detail(e, ks.code)
+			}
+			return ks.status, ErrorDetail{Code: ks.code, Message: err.Error()}
+		}
+	}
+	return http.StatusInternalServerError, ErrorDetail{Code: "server_error", Message: "An internal error occurred."}
+}
+
+func detail(e *store.Error, fallback string) ErrorDetail {
+	code := e.Code
+	if code == "" {
+		code = fallback
+	}
+	return ErrorDetail{Code: code, Message: e.Message, Errors: e.Errors, Payload: e.Payload}
+}
+
+// WriteError writes err in the given style. 5xx errors are logged with the
+// underlying cause; they never reach the body.
+func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, style Style, err error) {
+	status, d := Resolve(err)
+	if status >= 500 && logger != nil {
+		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	var re *retryAfterError
+	if errors.As(err, &re) {
+		w.Header().Set("Retry-After", strconv.Itoa(re.seconds))
+	}
+	if style == StyleMessage {
+		msg := d.Message
+		if msg == "" {
+			msg = d.Code
+		}
+		WriteJSON(w, status, map[string]string{"message": msg})
+		return
+	}
+	WriteJSON(w, status, ErrorBody{Error: d})
+}
+
+// WriteJSON writes v as JSON with the status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"server_error","message":"An internal error occurred."}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+type retryAfterError struct {
+	seconds int
+	err     *store.Error
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/embedauth/connect/ratelimit"
+	"github.com/embedauth/connect/store"
+)
+
+// ScopeAll grants every scope.
+const ScopeAll = "environment:*"
+
+// Principal is the authenticated caller of an API request.
+type Principal struct {
+	EnvironmentID int64
+	// Environment is the environment's name.
+	Environment string
+	// Account groups environments for rate limiting.
+	Account string
+	// KeyID is the id of the API key used.
+	KeyID  int64
+	Scopes []string
+}
+
+// Allows reports whether the principal holds scope.
+func (p *Principal) Allows(scope string) bool {
+	return slices.Contains(p.Scopes, ScopeAll) || slices.Contains(p.Scopes, scope)
+}
+
+// Authenticator resolves the API key of a request (the bearer token) to a
+// principal. It returns an ErrUnauthorized error for an unknown key.
+type Authenticator func(ctx context.Context, key string) (*Principal, error)
+
+// HandlerFunc serves one route. It writes a success response itself and
+// returns errors for the Router to write.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request, p *Principal) error
+
+// Router mounts API-key routes on a ServeMux.
+type Router struct {
+	Mux          *http.ServeMux
+	Authenticate Authenticator
+	// Limiter, when set, limits requests per principal account.
+	Limiter ratelimit.Limiter
+	Logger  *slog.Logger
+	// MaxBody limits request bodies; 0 means DefaultMaxBody.
+	MaxBody int64
+}
+
+// Route describes one API route.
+type Route struct {
+	// Pattern is a ServeMux pattern such as "GET /integrations/{key}".
+	Pattern string
+	// Scope is the scope the API key must hold.
+	Scope string
+	// Style is the error body shape.
+	Style   Style
+	Handler HandlerFunc
+}
+
+// Handle registers the route.
+func (rt *Router) Handle(route Route) {
+	rt.Mux.Handle(route.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := rt.serve(w, r, route); err != nil {
+			WriteError(w, r, rt.Logger, route.Style, err)
+		}
+	}))
+}
+
+func (rt *Router) serve(w http.ResponseWriter, r *http.Request, route Route) error {
+	p, err := rt.authenticate(r)
+	if err != nil {
+		return err
+	}
+	if rt.Limiter != nil {
+		d, err := rt.Limiter.Allow(r.Context(), p.Account)
+		if err != nil {
+			if rt.Logger != nil {
+				rt.Logger.WarnContext(r.Context(), "rate limiter failed; request allowed", "err", err)
+			}
+		} else if !d.Allowed {
+			secs := int(math.Ceil(d.RetryAfter.Seconds()))
+			if secs < 1 {
+				secs = 1
+			}
+			return &retryAfterError{seconds: secs, err: store.Errorf(store.ErrRateLimited, "too_many_requests",
+				"Rate limit exceeded; retry after %d seconds.", secs)}
+		}
+	}
+	if !p.Allows(route.Scope) {
+		return store.Errorf(store.ErrForbidden, "forbidden", "The API key lacks the scope %s.", route.Scope)
+	}
+	if hasBody(r) {
+		if err := CheckContentType(r); err != nil {
+			return err
+		}
+	}
+	max := rt.MaxBody
+	if max <= 0 {
+		max = DefaultMaxBody
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, max)
+	}
+	return route.Handler(w, r, p)
+}
+
+func hasBody(r *http.Request) bool {
+	return r.ContentLength > 0 || len(r.TransferEncoding) > 0
+}
+
+func (rt *Router) authenticate(r *http.Request) (*Principal, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, store.Errorf(store.ErrUnauthorized, "missing_auth_header", "Authentication failed: the request has no Authorization header.")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return nil, store.Errorf(store.ErrUnauthorized, "malformed_auth_header", "Authentication failed: the Authorization header must be 'Bearer <API key>'.")
+	}
+	return rt.Authenticate(r.Context(), token)
+}

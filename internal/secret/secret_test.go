@@ -1,0 +1,99 @@
+package secret
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func key(id string, b byte) Key { return Key{ID: id, Secret: bytes.Repeat([]byte{b}, KeySize)} }
+
+func TestSealOpen(t *testing.T) {
+	t.Parallel()
+	k, err := NewKeyring(key("a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := k.Seal("p", []byte("hunter2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := k.Seal("p", []byte("hunter2"))
+	if s1 == s2 {
+		t.Fatal("two seals of one value are equal: nonce reused")
+	}
+	if strings.Contains(s1, "hunter2") || !strings.HasPrefix(s1, "v1:a:") {
+		t.Fatalf("sealed value %q", s1)
+	}
+	got, err := k.Open("p", s1)
+	if err != nil || string(got) != "hunter2" {
+		t.Fatalf("Open = %q, %v", got, err)
+	}
+	if _, err := k.Open("other", s1); !errors.Is(err, ErrOpen) {
+		t.Fatalf("open with another purpose: %v", err)
+	}
+}
+
+func TestRotation(t *testing.T) {
+	t.Parallel()
+	old, _ := NewKeyring(key("old", 1))
+	sealed, _ := old.Seal("p", []byte("v"))
+	both, err := NewKeyring(key("new", 2), key("old", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := both.Open("p", sealed); err != nil || string(got) != "v" {
+		t.Fatalf("old value under new keyring: %q %v", got, err)
+	}
+	if !both.NeedsReseal(sealed) {
+		t.Fatal("old value does not need reseal")
+	}
+	fresh, _ := both.Seal("p", []byte("v"))
+	if both.NeedsReseal(fresh) || both.NeedsReseal("") {
+		t.Fatal("fresh or empty value needs reseal")
+	}
+	newOnly, _ := NewKeyring(key("new", 2))
+	if _, err := newOnly.Open("p", sealed); !errors.Is(err, ErrOpen) {
+		t.Fatalf("value of a removed key opened: %v", err)
+	}
+}
+
+func TestNewKeyringErrors(t *testing.T) {
+	t.Parallel()
+	for name, keys := range map[string][]Key{
+		"none":      nil,
+		"short key": {{ID: "a", Secret: []byte("short")}},
+		"bad id":    {key("a:b", 1)},
+		"empty id":  {key("", 1)},
+		"duplicate": {key("a", 1), key("a", 2)},
+	} {
+		if _, err := NewKeyring(keys...); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestOpenTampered(t *testing.T) {
+	t.Parallel()
+	k, _ := NewKeyring(key("a", 1))
+	s, _ := k.Seal("p", []byte("value"))
+	for _, bad := range []string{"", "v1:", "v1:a", "v1:a:!!", "v1:zz:" + s[5:], "v2:" + s[3:], s[:len(s)-2] + "AA", "v1:a:AAAA"} {
+		if _, err := k.Open("p", bad); !errors.Is(err, ErrOpen) {
+			t.Errorf("Open(%q) = %v, want ErrOpen", bad, err)
+		}
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	k, _ := NewKeyring(key("a", 1))
+	s, _ := k.Seal("p", []byte("value"))
+	f.Add(s)
+	f.Add("v1:a:")
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := k.Open("p", in)
+		if err == nil && in != s && string(out) != "value" {
+			t.Fatalf("forged value opened: %q", out)
+		}
+	})
+}

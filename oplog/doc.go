@@ -1,0 +1,6 @@
+// Package oplog is the operations log: one entry for each mutating API
+// operation, auth event and webhook delivery attempt. Entries have random ids
+// (the log_id that connection errors point at), are listed newest first with
+// filters, and never hold secrets: callers put only identifiers, statuses and
+// short messages in them.
+package oplog

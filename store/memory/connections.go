@@ -1,0 +1,178 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/store"
+)
+
+// DefaultConnectionsLimit is the number of connections ListConnections
+// returns when the filter's Limit is 0.
+const DefaultConnectionsLimit = 1000
+
+// CreateConnection stores c, sets its ID and sets Version to 1. A connection
+// with the same (EnvironmentID, IntegrationKey, ConnectionID) is
+// store.ErrConflict; a missing integration is store.ErrNotFound.
+func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection) error {
+	stored, err := storableConnection(c)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if s.integrationByKey(c.EnvironmentID, c.IntegrationKey) == nil {
+		return fmt.Errorf("integration %q: %w", c.IntegrationKey, store.ErrNotFound)
+	}
+	k := connKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
+	if _, dup := s.d.connIndex[k]; dup {
+		return fmt.Errorf("connection %q: %w", c.ConnectionID, store.ErrConflict)
+	}
+	s.d.lastConnID++
+	stored.ID = s.d.lastConnID
+	stored.Version = 1
+	s.d.conns[stored.ID] = stored
+	s.d.connIndex[k] = stored.ID
+	c.ID = stored.ID
+	c.Version = 1
+	return nil
+}
+
+// GetConnection returns the connection or store.ErrNotFound.
+func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	id, ok := s.d.connIndex[connKey{environmentID, integrationKey, connectionID}]
+	if !ok {
+		return nil, fmt.Errorf("connection %q: %w", connectionID, store.ErrNotFound)
+	}
+	return copyConnection(s.d.conns[id]), nil
+}
+
+// ListConnections returns the connections matching f ordered by ID. An
+// EnvironmentID of 0 matches every environment; a Limit of 0 means
+// [DefaultConnectionsLimit]; negative Limit and Offset count as 0.
+func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*connections.Connection, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	search := strings.ToLower(f.Search)
+	var matched []*connections.Connection
+	for _, c := range s.d.conns {
+		switch {
+		case f.EnvironmentID != 0 && c.EnvironmentID != f.EnvironmentID,
+			f.ConnectionID != "" && c.ConnectionID != f.ConnectionID,
+			len(f.IntegrationKeys) > 0 && !slices.Contains(f.IntegrationKeys, c.IntegrationKey),
+			!hasTags(c.Tags, f.Tags),
+			search != "" && !strings.Contains(strings.ToLower(c.ConnectionID), search):
+			continue
+		}
+		matched = append(matched, c)
+	}
+	slices.SortFunc(matched, func(a, b *connections.Connection) int { return cmp.Compare(a.ID, b.ID) })
+	limit, offset := f.Limit, max(f.Offset, 0)
+	if limit <= 0 {
+		limit = DefaultConnectionsLimit
+	}
+	if offset > len(matched) {
+		offset = len(matched)
+	}
+	matched = matched[offset:]
+	if len(matched) > limit {
+		matched = matched[:limit]
+	}
+	out := make([]*connections.Connection, len(matched))
+	for i, c := range matched {
+		out[i] = copyConnection(c)
+	}
+	return out, nil
+}
+
+func hasTags(tags, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := tags[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// UpdateConnection replaces every field but the identity, ID and CreatedAt of
+// the connection of c.EnvironmentID with c.ID when its stored Version equals
+// c.Version, then sets c.Version to the next version. A stale version is
+// store.ErrConflict; a missing connection is store.ErrNotFound.
+func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection) error {
+	stored, err := storableConnection(c)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, ok := s.d.conns[c.ID]
+	if !ok || old.EnvironmentID != c.EnvironmentID {
+		return fmt.Errorf("connection %d: %w", c.ID, store.ErrNotFound)
+	}
+	if old.Version != c.Version {
+		return fmt.Errorf("connection %q: version %d is stale: %w", old.ConnectionID, c.Version, store.ErrConflict)
+	}
+	stored.IntegrationKey = old.IntegrationKey
+	stored.ConnectionID = old.ConnectionID
+	stored.CreatedAt = old.CreatedAt
+	stored.Version = old.Version + 1
+	s.d.conns[c.ID] = stored
+	c.Version = stored.Version
+	return nil
+}
+
+// DeleteConnection deletes the connection or returns store.ErrNotFound.
+func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	k := connKey{environmentID, integrationKey, connectionID}
+	id, ok := s.d.connIndex[k]
+	if !ok {
+		return fmt.Errorf("connection %q: %w", connectionID, store.ErrNotFound)
+	}
+	delete(s.d.conns, id)
+	delete(s.d.connIndex, k)
+	return nil
+}
+
+// CountConnections returns how many connections the integration has.
+func (s *Store) CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	return s.countConnections(environmentID, integrationKey), nil
+}
+
+func (s *Store) countConnections(env int64, key string) int {
+	n := 0
+	for k := range maps.Keys(s.d.connIndex) {
+		if k.env == env && k.integrationKey == key {
+			n++
+		}
+	}
+	return n
+}

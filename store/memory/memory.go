@@ -1,0 +1,155 @@
+package memory
+
+import (
+	"context"
+	"maps"
+	"sync"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
+)
+
+// Store is an in-memory connect.Store. Use [New] to create one; the zero
+// value is not usable.
+type Store struct {
+	// sem is a one-slot semaphore: holding its slot is holding the store's
+	// lock. A channel rather than a sync.Mutex lets a waiting call give up
+	// when its context ends.
+	sem chan struct{}
+	// d is the current state. Records reachable from d are never mutated:
+	// every write stores a fresh copy, which makes a snapshot a shallow copy
+	// of the maps.
+	d *data
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{sem: make(chan struct{}, 1), d: newData()}
+}
+
+type connKey struct {
+	env            int64
+	integrationKey string
+	connectionID   string
+}
+
+type integrationKey struct {
+	env int64
+	key string
+}
+
+type data struct {
+	lastEnvID, lastAPIKeyID, lastIntegrationID, lastConnID int64
+
+	envs         map[int64]*environments.Environment
+	apiKeys      map[int64]*environments.APIKey
+	variables    map[int64][]environments.Variable
+	integrations map[int64]*integrations.Integration
+	conns        map[int64]*connections.Connection
+	// connIndex finds a connection's ID from its identity.
+	connIndex map[connKey]int64
+	// logs are kept in append order; logIDs holds their IDs.
+	logs   []*oplog.Entry
+	logIDs map[string]struct{}
+}
+
+func newData() *data {
+	return &data{
+		envs:         map[int64]*environments.Environment{},
+		apiKeys:      map[int64]*environments.APIKey{},
+		variables:    map[int64][]environments.Variable{},
+		integrations: map[int64]*integrations.Integration{},
+		conns:        map[int64]*connections.Connection{},
+		connIndex:    map[connKey]int64{},
+		logIDs:       map[string]struct{}{},
+	}
+}
+
+// snapshot returns a copy of d that later writes to d do not change. Records
+// are shared: they are immutable once stored.
+func (d *data) snapshot() *data {
+	c := *d
+	c.envs = maps.Clone(d.envs)
+	c.apiKeys = maps.Clone(d.apiKeys)
+	c.variables = maps.Clone(d.variables)
+	c.integrations = maps.Clone(d.integrations)
+	c.conns = maps.Clone(d.conns)
+	c.connIndex = maps.Clone(d.connIndex)
+	c.logs = d.logs[:len(d.logs):len(d.logs)]
+	c.logIDs = maps.Clone(d.logIDs)
+	return &c
+}
+
+type txKey struct{}
+
+// tx marks a context as running inside a transaction of store s. The store
+// lock is held by WithTx; mu serialises calls made with the transaction's
+// context from several goroutines.
+type tx struct {
+	s    *Store
+	mu   sync.Mutex
+	done bool
+}
+
+// lock acquires the right to read and write s.d for one call: the
+// transaction's lock when ctx belongs to a live transaction of s, else the
+// store's lock.
+func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	if t, ok := ctx.Value(txKey{}).(*tx); ok && t.s == s {
+		t.mu.Lock()
+		if !t.done {
+			return t.mu.Unlock, nil
+		}
+		t.mu.Unlock()
+	}
+	return s.acquire(ctx)
+}
+
+func (s *Store) acquire(ctx context.Context) (release func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case s.sem <- struct{}{}:
+		return func() { <-s.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// WithTx runs fn atomically. It holds the store's lock until fn returns, and
+// restores the state it found when fn returns an error or panics. A WithTx
+// called with a context of a transaction of s joins it.
+func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if t, ok := ctx.Value(txKey{}).(*tx); ok && t.s == s {
+		t.mu.Lock()
+		live := !t.done
+		t.mu.Unlock()
+		if live {
+			return fn(ctx)
+		}
+	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	snap := s.d.snapshot()
+	t := &tx{s: s}
+	committed := false
+	defer func() {
+		t.mu.Lock()
+		t.done = true
+		t.mu.Unlock()
+		if !committed {
+			s.d = snap
+		}
+	}()
+	if err := fn(context.WithValue(ctx, txKey{}, t)); err != nil {
+		return err
+	}
+	committed = true
+	return nil
+}

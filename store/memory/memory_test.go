@@ -1,0 +1,109 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	connect "github.com/embedauth/connect"
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/storetest"
+)
+
+var _ connect.Store = (*memory.Store)(nil)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) storetest.Store { return memory.New() })
+}
+
+func TestUnencodableJSONIsInvalid(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := memory.New()
+	env := &environments.Environment{Name: "dev"}
+	if err := s.CreateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	c := &connections.Connection{EnvironmentID: env.ID, IntegrationKey: "github", ConnectionID: "u1",
+		Metadata: map[string]any{"nan": math.NaN()}}
+	if err := s.CreateConnection(ctx, c); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("CreateConnection with NaN metadata: got %v, want ErrInvalid", err)
+	}
+}
+
+func TestLockWaitHonoursContext(t *testing.T) {
+	t.Parallel()
+	s := memory.New()
+	err := s.WithTx(t.Context(), func(txCtx context.Context) error {
+		// A call with a context outside the transaction waits for it; its
+		// deadline ends the wait.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		_, err := s.ListEnvironments(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("call outside the transaction: got %v, want DeadlineExceeded", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestContextOfEndedTransaction(t *testing.T) {
+	t.Parallel()
+	s := memory.New()
+	var kept context.Context
+	if err := s.WithTx(t.Context(), func(ctx context.Context) error {
+		kept = ctx
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Once the transaction has ended its context takes the store lock
+	// normally, and a WithTx with it starts a new transaction.
+	err := s.WithTx(kept, func(ctx context.Context) error {
+		return s.CreateEnvironment(ctx, &environments.Environment{Name: "dev"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEnvironmentByName(kept, "dev"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTransactionContextFromGoroutines(t *testing.T) {
+	t.Parallel()
+	s := memory.New()
+	err := s.WithTx(t.Context(), func(ctx context.Context) error {
+		done := make(chan error, 10)
+		for i := range 10 {
+			go func() {
+				done <- s.CreateEnvironment(ctx, &environments.Environment{Name: string(rune('a' + i))})
+			}()
+		}
+		for range 10 {
+			if err := <-done; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := s.ListEnvironments(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) != 10 {
+		t.Errorf("got %d environments, want 10", len(envs))
+	}
+}

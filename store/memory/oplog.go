@@ -1,0 +1,76 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/store"
+)
+
+// DefaultLogsLimit is the number of entries ListLogs returns when the
+// filter's Limit is 0.
+const DefaultLogsLimit = 100
+
+// AppendLog stores e. An ID already stored is store.ErrConflict.
+func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
+	meta, err := normalizeJSON("meta", e.Meta)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, dup := s.d.logIDs[e.ID]; dup {
+		return fmt.Errorf("log entry %q: %w", e.ID, store.ErrConflict)
+	}
+	c := *e
+	c.Meta = meta
+	s.d.logs = append(s.d.logs, &c)
+	s.d.logIDs[c.ID] = struct{}{}
+	return nil
+}
+
+// ListLogs returns the entries matching f, newest first (by CreatedAt, then
+// by ID, both descending). An EnvironmentID of 0 matches every environment;
+// a Limit of 0 means [DefaultLogsLimit].
+func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var matched []*oplog.Entry
+	for _, e := range s.d.logs {
+		switch {
+		case f.EnvironmentID != 0 && e.EnvironmentID != f.EnvironmentID,
+			f.Type != "" && e.Type != f.Type,
+			f.IntegrationKey != "" && e.IntegrationKey != f.IntegrationKey,
+			f.ConnectionID != "" && e.ConnectionID != f.ConnectionID,
+			!f.Since.IsZero() && e.CreatedAt.Before(f.Since),
+			!f.Until.IsZero() && !e.CreatedAt.Before(f.Until):
+			continue
+		}
+		matched = append(matched, e)
+	}
+	slices.SortFunc(matched, func(a, b *oplog.Entry) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLogsLimit
+	}
+	matched = matched[:min(limit, len(matched))]
+	out := make([]*oplog.Entry, len(matched))
+	for i, e := range matched {
+		out[i] = copyEntry(e)
+	}
+	return out, nil
+}

@@ -1,0 +1,252 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/store"
+)
+
+// DefaultConnectionsLimit is the number of connections ListConnections
+// returns when the filter's Limit is 0.
+const DefaultConnectionsLimit = 1000
+
+const connectionColumns = `id, environment_id, integration_key, connection_id, provider,
+	connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
+	credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at`
+
+type connectionRow struct {
+	ID                   int64      `db:"id"`
+	EnvironmentID        int64      `db:"environment_id"`
+	IntegrationKey       string     `db:"integration_key"`
+	ConnectionID         string     `db:"connection_id"`
+	Provider             string     `db:"provider"`
+	ConnectionConfig     []byte     `db:"connection_config"`
+	Metadata             []byte     `db:"metadata"`
+	Tags                 []byte     `db:"tags"`
+	WebhookURLOverride   string     `db:"webhook_url_override"`
+	AuthMode             string     `db:"auth_mode"`
+	SealedCredentials    string     `db:"sealed_credentials"`
+	CredentialsExpiresAt *time.Time `db:"credentials_expires_at"`
+	Errors               []byte     `db:"errors"`
+	LastFetchedAt        *time.Time `db:"last_fetched_at"`
+	Version              int64      `db:"version"`
+	CreatedAt            time.Time  `db:"created_at"`
+	UpdatedAt            time.Time  `db:"updated_at"`
+}
+
+func (r *connectionRow) connection() (*connections.Connection, error) {
+	c := &connections.Connection{
+		ID:                   r.ID,
+		EnvironmentID:        r.EnvironmentID,
+		IntegrationKey:       r.IntegrationKey,
+		ConnectionID:         r.ConnectionID,
+		Provider:             r.Provider,
+		WebhookURLOverride:   r.WebhookURLOverride,
+		AuthMode:             r.AuthMode,
+		SealedCredentials:    r.SealedCredentials,
+		CredentialsExpiresAt: utcPtr(r.CredentialsExpiresAt),
+		LastFetchedAt:        utcPtr(r.LastFetchedAt),
+		Version:              r.Version,
+		CreatedAt:            r.CreatedAt.UTC(),
+		UpdatedAt:            r.UpdatedAt.UTC(),
+	}
+	for _, f := range []struct {
+		name string
+		b    []byte
+		dst  any
+	}{
+		{"connection_config", r.ConnectionConfig, &c.ConnectionConfig},
+		{"metadata", r.Metadata, &c.Metadata},
+		{"tags", r.Tags, &c.Tags},
+		{"errors", r.Errors, &c.Errors},
+	} {
+		if err := decodeJSON(f.name, f.b, f.dst); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// connectionJSON encodes the jsonb columns of c: connection_config,
+// metadata, tags and errors.
+func connectionJSON(c *connections.Connection) (cfg, md, tags, errs any, err error) {
+	if cfg, err = jsonArg("connection_config", c.ConnectionConfig); err != nil {
+		return
+	}
+	if md, err = jsonArg("metadata", c.Metadata); err != nil {
+		return
+	}
+	if tags, err = jsonArg("tags", c.Tags); err != nil {
+		return
+	}
+	errs, err = jsonArg("errors", c.Errors)
+	return
+}
+
+// CreateConnection stores c, sets its ID and sets Version to 1. A connection
+// with the same (EnvironmentID, IntegrationKey, ConnectionID) is
+// store.ErrConflict; a missing integration is store.ErrNotFound.
+func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection) error {
+	cfg, md, tags, errs, err := connectionJSON(c)
+	if err != nil {
+		return err
+	}
+	var id int64
+	err = sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`
+		INSERT INTO {s}.connections (environment_id, integration_key, connection_id, provider,
+			connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
+			credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at)
+		SELECT $1::bigint, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::jsonb, $8::text,
+			$9::text, $10::text, $11::timestamptz, $12::jsonb, $13::timestamptz, 1,
+			$14::timestamptz, $15::timestamptz
+		WHERE EXISTS (SELECT 1 FROM {s}.integrations WHERE environment_id = $1 AND unique_key = $2)
+		ON CONFLICT DO NOTHING
+		RETURNING id`),
+		c.EnvironmentID, c.IntegrationKey, c.ConnectionID, c.Provider, cfg, md, tags,
+		c.WebhookURLOverride, c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs,
+		c.LastFetchedAt, c.CreatedAt, c.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := s.GetIntegration(ctx, c.EnvironmentID, c.IntegrationKey); err != nil {
+			return err
+		}
+		return conflict("connection %q", c.ConnectionID)
+	}
+	if err != nil {
+		return dbErr("create connection", err, store.ErrNotFound)
+	}
+	c.ID = id
+	c.Version = 1
+	return nil
+}
+
+// GetConnection returns the connection or store.ErrNotFound.
+func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error) {
+	var r connectionRow
+	err := sqlx.GetContext(ctx, s.ext(ctx), &r, s.sql(`SELECT `+connectionColumns+` FROM {s}.connections
+		WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`),
+		environmentID, integrationKey, connectionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("connection %q", connectionID)
+	}
+	if err != nil {
+		return nil, dbErr("get connection", err, nil)
+	}
+	return r.connection()
+}
+
+// ListConnections returns the connections matching f ordered by ID. An
+// EnvironmentID of 0 matches every environment (for maintenance jobs; API
+// requests always set it). Search matches connection ids containing it
+// case-insensitively, with '%', '_' and '\' taken literally. A Limit of 0
+// means [DefaultConnectionsLimit]; negative Limit and Offset count as 0.
+func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*connections.Connection, error) {
+	var w where
+	if f.EnvironmentID != 0 {
+		w.add("environment_id = ?", f.EnvironmentID)
+	}
+	if f.ConnectionID != "" {
+		w.add("connection_id = ?", f.ConnectionID)
+	}
+	if len(f.IntegrationKeys) > 0 {
+		w.add("integration_key = ANY(?::text[])", pq.StringArray(f.IntegrationKeys))
+	}
+	if len(f.Tags) > 0 {
+		tags, err := jsonArg("tags", f.Tags)
+		if err != nil {
+			return nil, err
+		}
+		w.add("tags @> ?::jsonb", tags)
+	}
+	if f.Search != "" {
+		w.add(`connection_id ILIKE ? ESCAPE '\'`, likePattern(f.Search))
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultConnectionsLimit
+	}
+	query := `SELECT ` + connectionColumns + ` FROM {s}.connections` + w.String() +
+		` ORDER BY id LIMIT ` + w.arg(limit) + ` OFFSET ` + w.arg(max(f.Offset, 0))
+	var rows []connectionRow
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(query), w.args...); err != nil {
+		return nil, dbErr("list connections", err, nil)
+	}
+	out := make([]*connections.Connection, 0, len(rows))
+	for i := range rows {
+		c, err := rows[i].connection()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// UpdateConnection replaces every field but the identity, ID and CreatedAt of
+// the connection of c.EnvironmentID with c.ID when its stored Version equals
+// c.Version, then sets c.Version to the next version. A stale version is
+// store.ErrConflict; a missing connection is store.ErrNotFound.
+func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection) error {
+	cfg, md, tags, errs, err := connectionJSON(c)
+	if err != nil {
+		return err
+	}
+	var version int64
+	err = sqlx.GetContext(ctx, s.ext(ctx), &version, s.sql(`
+		UPDATE {s}.connections SET provider = $4, connection_config = $5, metadata = $6, tags = $7,
+			webhook_url_override = $8, auth_mode = $9, sealed_credentials = $10,
+			credentials_expires_at = $11, errors = $12, last_fetched_at = $13, updated_at = $14,
+			version = version + 1
+		WHERE id = $1 AND environment_id = $2 AND version = $3
+		RETURNING version`),
+		c.ID, c.EnvironmentID, c.Version, c.Provider, cfg, md, tags, c.WebhookURLOverride,
+		c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs, c.LastFetchedAt, c.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		var exists bool
+		err := sqlx.GetContext(ctx, s.ext(ctx), &exists, s.sql(`SELECT EXISTS (SELECT 1 FROM {s}.connections
+			WHERE id = $1 AND environment_id = $2)`), c.ID, c.EnvironmentID)
+		if err != nil {
+			return dbErr("update connection", err, nil)
+		}
+		if !exists {
+			return notFound("connection %d", c.ID)
+		}
+		return conflict("connection %q: version %d is stale", c.ConnectionID, c.Version)
+	}
+	if err != nil {
+		return dbErr("update connection", err, nil)
+	}
+	c.Version = version
+	return nil
+}
+
+// DeleteConnection deletes the connection or returns store.ErrNotFound.
+func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.connections
+		WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`),
+		environmentID, integrationKey, connectionID)
+	if err != nil {
+		return dbErr("delete connection", err, nil)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("connection %q", connectionID)
+	}
+	return nil
+}
+
+// CountConnections returns how many connections the integration has.
+func (s *Store) CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error) {
+	var n int
+	err := sqlx.GetContext(ctx, s.ext(ctx), &n, s.sql(`SELECT count(*) FROM {s}.connections
+		WHERE environment_id = $1 AND integration_key = $2`), environmentID, integrationKey)
+	if err != nil {
+		return 0, dbErr("count connections", err, nil)
+	}
+	return n, nil
+}

@@ -1,0 +1,108 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/embedauth/connect/oplog"
+)
+
+// DefaultLogsLimit is the number of entries ListLogs returns when the
+// filter's Limit is 0.
+const DefaultLogsLimit = 100
+
+const logColumns = `id, environment_id, type, operation, status, integration_key, connection_id,
+	message, meta, created_at`
+
+type logRow struct {
+	ID             string    `db:"id"`
+	EnvironmentID  int64     `db:"environment_id"`
+	Type           string    `db:"type"`
+	Operation      string    `db:"operation"`
+	Status         string    `db:"status"`
+	IntegrationKey string    `db:"integration_key"`
+	ConnectionID   string    `db:"connection_id"`
+	Message        string    `db:"message"`
+	Meta           []byte    `db:"meta"`
+	CreatedAt      time.Time `db:"created_at"`
+}
+
+// AppendLog stores e. An ID already stored is store.ErrConflict.
+func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
+	meta, err := jsonArg("meta", e.Meta)
+	if err != nil {
+		return err
+	}
+	var id string
+	err = sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`
+		INSERT INTO {s}.operations_log (id, environment_id, type, operation, status,
+			integration_key, connection_id, message, meta, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT DO NOTHING
+		RETURNING id`),
+		e.ID, e.EnvironmentID, e.Type, e.Operation, e.Status, e.IntegrationKey, e.ConnectionID,
+		e.Message, meta, e.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return conflict("log entry %q", e.ID)
+	}
+	return dbErr("append log", err, nil)
+}
+
+// ListLogs returns the entries matching f, newest first (by CreatedAt, then
+// by ID, both descending). An EnvironmentID of 0 matches every environment;
+// a Limit of 0 means [DefaultLogsLimit].
+func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
+	var w where
+	if f.EnvironmentID != 0 {
+		w.add("environment_id = ?", f.EnvironmentID)
+	}
+	if f.Type != "" {
+		w.add("type = ?", f.Type)
+	}
+	if f.IntegrationKey != "" {
+		w.add("integration_key = ?", f.IntegrationKey)
+	}
+	if f.ConnectionID != "" {
+		w.add("connection_id = ?", f.ConnectionID)
+	}
+	if !f.Since.IsZero() {
+		w.add("created_at >= ?", f.Since)
+	}
+	if !f.Until.IsZero() {
+		w.add("created_at < ?", f.Until)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLogsLimit
+	}
+	query := `SELECT ` + logColumns + ` FROM {s}.operations_log` + w.String() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
+	var rows []logRow
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(query), w.args...); err != nil {
+		return nil, dbErr("list logs", err, nil)
+	}
+	out := make([]*oplog.Entry, 0, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		e := &oplog.Entry{
+			ID:             r.ID,
+			EnvironmentID:  r.EnvironmentID,
+			Type:           r.Type,
+			Operation:      r.Operation,
+			Status:         r.Status,
+			IntegrationKey: r.IntegrationKey,
+			ConnectionID:   r.ConnectionID,
+			Message:        r.Message,
+			CreatedAt:      r.CreatedAt.UTC(),
+		}
+		if err := decodeJSON("meta", r.Meta, &e.Meta); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,274 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
+
+	"github.com/embedauth/connect/store"
+)
+
+// DefaultSchema is the schema that holds the tables when Options.Schema is
+// empty.
+const DefaultSchema = "connect"
+
+// Options configure a Store, Migrate and a RateLimiter. A nil *Options means
+// the zero value: every field takes its default.
+type Options struct {
+	// Schema is the Postgres schema that holds every table, so that they
+	// live safely in the host's database. It is 1 to 63 ASCII letters,
+	// digits and underscores, not starting with a digit, and is used
+	// verbatim (case-sensitive). Defaults to [DefaultSchema].
+	Schema string
+
+	// Now returns the current time. Only RateLimiter uses it, to place
+	// requests in windows; tests set it to control time. Store methods
+	// persist the timestamps of the records they are given. Defaults to
+	// time.Now.
+	Now func() time.Time
+}
+
+var schemaPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// resolved is Options with defaults applied and the schema validated.
+type resolved struct {
+	schema string // unquoted
+	quoted string // quoted identifier, safe to splice into SQL
+	now    func() time.Time
+}
+
+func (o *Options) resolve() (resolved, error) {
+	var r resolved
+	if o != nil {
+		r.schema, r.now = o.Schema, o.Now
+	}
+	if r.schema == "" {
+		r.schema = DefaultSchema
+	}
+	if !schemaPattern.MatchString(r.schema) {
+		return r, fmt.Errorf("postgres: invalid schema name %q: want 1 to 63 letters, digits or underscores, not starting with a digit", r.schema)
+	}
+	r.quoted = pq.QuoteIdentifier(r.schema)
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r, nil
+}
+
+// Store is a connect.Store on Postgres. Create one with [New] after
+// [Migrate] has created its tables. It is safe for concurrent use.
+type Store struct {
+	raw    *sql.DB
+	db     *sqlx.DB
+	schema string // quoted
+}
+
+// New returns a Store on db whose tables live in opts.Schema. It does not
+// touch the database: call [Migrate] first (once per deployment, or at
+// start-up). The caller keeps ownership of db and closes it.
+func New(db *sql.DB, opts *Options) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("postgres: db is nil")
+	}
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{raw: db, db: sqlx.NewDb(db, "postgres"), schema: o.quoted}, nil
+}
+
+// sql returns query with every "{s}" replaced by the store's quoted schema.
+func (s *Store) sql(query string) string {
+	return strings.ReplaceAll(query, "{s}", s.schema)
+}
+
+type txKey struct{}
+
+// txState is what WithTx puts in the context: the transaction and the pool
+// it belongs to, so that a Store on another pool does not use it.
+type txState struct {
+	db *sql.DB
+	tx *sqlx.Tx
+}
+
+// TxFromContext returns the transaction that [Store.WithTx] runs fn in, when
+// ctx is (derived from) the context fn received. A host uses it to make its
+// own writes, or to enqueue jobs, in the same transaction as the Store's.
+func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
+	st, ok := ctx.Value(txKey{}).(*txState)
+	if !ok {
+		return nil, false
+	}
+	return st.tx.Tx, true
+}
+
+// ext returns the transaction of ctx when it belongs to the store's pool,
+// else the pool.
+func (s *Store) ext(ctx context.Context) sqlx.ExtContext {
+	if st, ok := ctx.Value(txKey{}).(*txState); ok && st.db == s.raw {
+		return st.tx
+	}
+	return s.db
+}
+
+// WithTx runs fn in a transaction (READ COMMITTED) and commits it when fn
+// returns nil; otherwise, or when fn panics, it rolls it back. Store calls
+// made with the context fn receives run in the transaction. A WithTx called
+// with that context joins the transaction instead of starting another one.
+//
+// Inside the transaction a call that fails with store.ErrNotFound or
+// store.ErrConflict leaves the transaction usable. Other database errors
+// abort it: every later statement fails until fn returns.
+func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if st, ok := ctx.Value(txKey{}).(*txState); ok && st.db == s.raw {
+		return fn(ctx)
+	}
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return dbErr("begin", err, nil)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(context.WithValue(ctx, txKey{}, &txState{db: s.raw, tx: tx})); err != nil {
+		return err
+	}
+	done = true
+	if err := tx.Commit(); err != nil {
+		return dbErr("commit", err, nil)
+	}
+	return nil
+}
+
+// dbErr wraps err from operation op so that it matches the store sentinel
+// errors: a unique violation is store.ErrConflict, a foreign key violation is
+// fk (store.ErrConflict when fk is nil), bad data is store.ErrInvalid and a
+// failure worth retrying is store.ErrUnavailable.
+func dbErr(op string, err error, fk error) error {
+	if err == nil {
+		return nil
+	}
+	if kind := classify(err, fk); kind != nil {
+		return fmt.Errorf("postgres: %s: %w: %w", op, kind, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+func classify(err error, fk error) error {
+	if pe := pq.As(err); pe != nil {
+		switch code := pe.Code; {
+		case code == pqerror.UniqueViolation:
+			return store.ErrConflict
+		case code == pqerror.ForeignKeyViolation:
+			if fk != nil {
+				return fk
+			}
+			return store.ErrConflict
+		case code == pqerror.NotNullViolation, code == pqerror.CheckViolation,
+			code.Class() == pqerror.ClassDataException:
+			return store.ErrInvalid
+		case code == pqerror.TRSerializationFailure, code == pqerror.TRDeadlockDetected,
+			code.Class() == pqerror.ClassConnectionException,
+			code.Class() == pqerror.ClassInsufficientResources,
+			code == pqerror.AdminShutdown, code == pqerror.CrashShutdown,
+			code == pqerror.CannotConnectNow:
+			return store.ErrUnavailable
+		}
+		return nil
+	}
+	if errors.Is(err, driver.ErrBadConn) {
+		return store.ErrUnavailable
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne != nil {
+		return store.ErrUnavailable
+	}
+	return nil
+}
+
+// notFound and conflict build the errors of a missing record and of a
+// refused write.
+func notFound(format string, args ...any) error {
+	return fmt.Errorf("postgres: "+format+": %w", append(args, store.ErrNotFound)...)
+}
+
+func conflict(format string, args ...any) error {
+	return fmt.Errorf("postgres: "+format+": %w", append(args, store.ErrConflict)...)
+}
+
+// jsonArg encodes v for a jsonb parameter; nil maps and slices become SQL
+// NULL.
+func jsonArg(field string, v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w: %v", field, store.ErrInvalid, err)
+	}
+	if string(b) == "null" {
+		return nil, nil
+	}
+	return string(b), nil
+}
+
+// decodeJSON decodes a jsonb column into dst, leaving dst alone on SQL NULL.
+func decodeJSON(field string, b []byte, dst any) error {
+	if b == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		return fmt.Errorf("postgres: decode %s: %w", field, err)
+	}
+	return nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// likePattern returns a LIKE pattern (with ESCAPE '\') matching strings
+// that contain sub.
+func likePattern(sub string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return "%" + r.Replace(sub) + "%"
+}
+
+// where accumulates the conditions and arguments of a dynamic query.
+type where struct {
+	conds []string
+	args  []any
+}
+
+// add appends cond, in which "?" stands for the next argument.
+func (w *where) add(cond string, arg any) {
+	w.args = append(w.args, arg)
+	w.conds = append(w.conds, strings.Replace(cond, "?", fmt.Sprintf("$%d", len(w.args)), 1))
+}
+
+// arg appends a bare argument and returns its placeholder.
+func (w *where) arg(v any) string {
+	w.args = append(w.args, v)
+	return fmt.Sprintf("$%d", len(w.args))
+}
+
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}

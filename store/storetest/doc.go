@@ -1,0 +1,46 @@
+// Package storetest is the conformance suite of connect's Store: the
+// behaviour every implementation must share, written once and run against
+// each of them.
+//
+// [github.com/embedauth/connect/store/memory] and
+// [github.com/embedauth/connect/store/postgres] run it in their tests, and a
+// host that writes a Store of its own runs it too:
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) storetest.Store {
+//			return mystore.New(...) // empty, private to t
+//		})
+//	}
+//
+// Each subtest asks newStore for a fresh, empty store and runs in parallel
+// with the others (t.Parallel), so newStore must be safe for concurrent use
+// and must not return stores that share state.
+//
+// # What it checks
+//
+// Create, get, list, update and delete of every record; ErrNotFound for
+// missing records and ErrConflict for duplicates; the rules of integration
+// keys (unique per environment, not renamed while connections use them,
+// deletion cascading to connections); environment isolation; optimistic
+// versions of connections; every ListConnections and ListLogs filter,
+// ordering and pagination; exact round trips (sealed fields verbatim,
+// plaintext secrets never persisted, nil versus empty metadata, timestamps to
+// the microsecond); copies that do not alias the store; transactions that
+// commit, roll back, nest, read their own writes and survive a call that
+// failed with ErrNotFound or ErrConflict; and concurrent writers.
+//
+// Beyond the doc comments of the Store interfaces, the suite pins down these
+// choices, which both shipped stores make:
+//
+//   - Filter.EnvironmentID 0 matches every environment (maintenance only).
+//   - Creating an API key or an integration, or setting variables, for a
+//     missing environment is ErrNotFound; duplicate variable names are
+//     ErrInvalid.
+//   - UpdateIntegration and UpdateConnection find the record by ID within
+//     the record's EnvironmentID: an ID of another environment is
+//     ErrNotFound.
+//   - AppendLog with an ID already stored is ErrConflict.
+//   - Timestamps are given with microsecond precision, as the services
+//     store them; JSON values (metadata, config, log meta) come back as
+//     encoding/json decodes them (numbers as float64).
+package storetest
