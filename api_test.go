@@ -58,7 +58,7 @@ func snapshot(t *testing.T, bu *bundle) string {
 			t.Fatal(err)
 		}
 		creds, exp := *c.Credentials, c.CredentialsExpiresAt
-		c.SealedCredentials, c.Credentials, c.CredentialsExpiresAt = "", nil, nil
+		c.SealedCredentials, c.Credentials, c.CredentialsExpiresAt, c.Version = "", nil, nil, 0
 		fmt.Fprintf(&b, "%+v %+v %v\n", *c, creds, exp)
 	}
 	vars, err := bu.svc.Environments().Variables(ctx, bu.env.ID)

@@ -28,17 +28,23 @@ func backends(t *testing.T, fn func(t *testing.T, b *backend)) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		db, schema := pgtest.Schema(t)
-		opts := &postgres.Options{Schema: schema}
-		if err := postgres.Migrate(t.Context(), db, opts); err != nil {
-			t.Fatal(err)
-		}
-		st, err := postgres.New(db, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fn(t, &backend{store: st, db: db, schema: schema})
+		fn(t, postgresBackend(t))
 	})
+}
+
+// postgresBackend migrates a fresh schema and returns a Store on it.
+func postgresBackend(t *testing.T) *backend {
+	t.Helper()
+	db, schema := pgtest.Schema(t)
+	opts := &postgres.Options{Schema: schema}
+	if err := postgres.Migrate(t.Context(), db, opts); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &backend{store: st, db: db, schema: schema}
 }
 
 type backend struct {
@@ -162,4 +168,10 @@ func (bu *bundle) mustDo(t *testing.T, want int, rq req) *response {
 		t.Fatalf("%s %s = %d %s, want %d", rq.method, rq.path, r.status, r.raw, want)
 	}
 	return r
+}
+
+func newServer(t *testing.T, svc *connect.Service) *httptest.Server {
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	return srv
 }

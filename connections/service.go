@@ -175,6 +175,11 @@ func (s *Service) Delete(ctx context.Context, environmentID int64, integrationKe
 // concurrent writer got there first. It must run inside a transaction or
 // alone.
 func (s *Service) mutate(ctx context.Context, environmentID int64, integrationKey, connectionID string, fn func(c *Connection) error) (*Connection, error) {
+	return s.update(ctx, environmentID, integrationKey, connectionID, true, fn)
+}
+
+// update is mutate with the choice to leave UpdatedAt as it is.
+func (s *Service) update(ctx context.Context, environmentID int64, integrationKey, connectionID string, touch bool, fn func(c *Connection) error) (*Connection, error) {
 	for attempt := 0; ; attempt++ {
 		c, err := s.store.GetConnection(ctx, environmentID, integrationKey, connectionID)
 		if err != nil {
@@ -186,7 +191,9 @@ func (s *Service) mutate(ctx context.Context, environmentID int64, integrationKe
 		if err := fn(c); err != nil {
 			return nil, err
 		}
-		c.UpdatedAt = s.nowUTC()
+		if touch {
+			c.UpdatedAt = s.nowUTC()
+		}
 		if err := s.seal(c); err != nil {
 			return nil, err
 		}
@@ -460,7 +467,7 @@ func (s *Service) Reseal(ctx context.Context, environmentID int64) (int, error) 
 			if !s.keyring.NeedsReseal(l.SealedCredentials) {
 				continue
 			}
-			_, err := s.mutate(ctx, environmentID, l.IntegrationKey, l.ConnectionID, func(*Connection) error { return nil })
+			_, err := s.update(ctx, environmentID, l.IntegrationKey, l.ConnectionID, false, func(*Connection) error { return nil })
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return n, err
 			}

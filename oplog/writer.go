@@ -3,7 +3,9 @@ package oplog
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,12 +13,27 @@ import (
 type Writer struct {
 	Store Store
 	Now   func() time.Time
+
+	lastID atomic.Int64
 }
 
-// NewID returns a new random entry id.
-func NewID() string {
-	b := make([]byte, 12)
-	rand.Read(b)
+// NewID returns a new entry id: 16 hex digits of a strictly increasing
+// wall-clock nanosecond count followed by 12 random hex digits, so that ids
+// sort in creation order within a process and are unique across processes.
+func (w *Writer) NewID() string {
+	now := time.Now().UnixNano()
+	for {
+		last := w.lastID.Load()
+		if now <= last {
+			now = last + 1
+		}
+		if w.lastID.CompareAndSwap(last, now) {
+			break
+		}
+	}
+	b := make([]byte, 14)
+	binary.BigEndian.PutUint64(b, uint64(now))
+	rand.Read(b[8:])
 	return hex.EncodeToString(b)
 }
 
@@ -24,7 +41,7 @@ func NewID() string {
 // Status of success. It returns the id.
 func (w *Writer) Record(ctx context.Context, e *Entry) (string, error) {
 	if e.ID == "" {
-		e.ID = NewID()
+		e.ID = w.NewID()
 	}
 	if e.Status == "" {
 		e.Status = StatusSuccess

@@ -112,7 +112,7 @@ func newAPIKey(t *testing.T, s Store, env int64, hash string, scopes []string) *
 	t.Helper()
 	k := &environments.APIKey{
 		EnvironmentID: env,
-		Name:          "key " + hash,
+		Name:          "key " + hash[len(hash)-4:],
 		Hash:          []byte(hash),
 		Hint:          hash[len(hash)-4:],
 		Scopes:        scopes,

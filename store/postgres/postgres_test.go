@@ -1,0 +1,309 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/lib/pq"
+
+	connect "github.com/embedauth/connect"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/internal/pgtest"
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/storetest"
+)
+
+var _ connect.Store = (*postgres.Store)(nil)
+
+// newStore returns a Store in a fresh, migrated schema.
+func newStore(t *testing.T) (*postgres.Store, *sql.DB, string) {
+	t.Helper()
+	db, schema := pgtest.Schema(t)
+	opts := &postgres.Options{Schema: schema}
+	if err := postgres.Migrate(t.Context(), db, opts); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	s, err := postgres.New(db, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s, db, schema
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) storetest.Store {
+		s, _, _ := newStore(t)
+		return s
+	})
+}
+
+// wantTables is every table Migrate creates.
+var wantTables = []string{
+	"api_keys", "connections", "environment_variables", "environments", "integrations",
+	"operations_log", "rate_limits", "schema_migrations",
+}
+
+func tables(t *testing.T, db *sql.DB, schema string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = $1 ORDER BY table_name`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type appliedMigration struct {
+	Version   int
+	Name      string
+	AppliedAt time.Time
+}
+
+func applied(t *testing.T, db *sql.DB, schema string) []appliedMigration {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT version, name, applied_at FROM `+
+		pq.QuoteIdentifier(schema)+`.schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []appliedMigration
+	for rows.Next() {
+		var m appliedMigration
+		if err := rows.Scan(&m.Version, &m.Name, &m.AppliedAt); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestMigrateTwiceIsNoOp(t *testing.T) {
+	t.Parallel()
+	_, db, schema := newStore(t)
+	first := applied(t, db, schema)
+	if len(first) == 0 || first[0].Version != 1 || first[0].Name != "init" {
+		t.Fatalf("schema_migrations = %+v, want 001 init first", first)
+	}
+	if err := postgres.Migrate(t.Context(), db, &postgres.Options{Schema: schema}); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	if d := cmp.Diff(first, applied(t, db, schema)); d != "" {
+		t.Errorf("second Migrate changed schema_migrations (-before +after):\n%s", d)
+	}
+	if d := cmp.Diff(wantTables, tables(t, db, schema)); d != "" {
+		t.Errorf("tables (-want +got):\n%s", d)
+	}
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	// A schema that does not exist yet, so the migrations also race to
+	// create it.
+	schema := pgtest.Name()
+	t.Cleanup(func() { pgtest.DropSchema(t, db, schema) })
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = postgres.Migrate(t.Context(), db, &postgres.Options{Schema: schema}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Migrate %d: %v", i, err)
+		}
+	}
+	got := applied(t, db, schema)
+	if len(got) != 1 || got[0].Version != 1 {
+		t.Errorf("schema_migrations = %+v, want version 1 once", got)
+	}
+	if d := cmp.Diff(wantTables, tables(t, db, schema)); d != "" {
+		t.Errorf("tables (-want +got):\n%s", d)
+	}
+}
+
+func TestMigrateStaysInItsSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	schema := pgtest.Name()
+	t.Cleanup(func() { pgtest.DropSchema(t, db, schema) })
+	publicBefore := tables(t, db, "public")
+
+	if err := postgres.Migrate(t.Context(), db, &postgres.Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(wantTables, tables(t, db, schema)); d != "" {
+		t.Errorf("tables of %s (-want +got):\n%s", schema, d)
+	}
+	if d := cmp.Diff(publicBefore, tables(t, db, "public")); d != "" {
+		t.Errorf("Migrate changed the tables of public (-before +after):\n%s", d)
+	}
+	// Indexes and sequences are in the schema too.
+	var outside int
+	err := db.QueryRowContext(t.Context(), `
+		SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relname LIKE ANY (ARRAY['connections%', 'integrations%',
+			'environments%', 'api_keys%', 'operations_log%', 'rate_limits%', 'schema_migrations%'])`).Scan(&outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outside != 0 {
+		t.Errorf("%d relations named like ours are in public", outside)
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	t.Parallel()
+	for _, schema := range []string{"bad-name", `x"; DROP TABLE y; --`, "1abc", string(make([]byte, 64))} {
+		if _, err := postgres.New(&sql.DB{}, &postgres.Options{Schema: schema}); err == nil {
+			t.Errorf("New accepted schema %q", schema)
+		}
+		if err := postgres.Migrate(t.Context(), &sql.DB{}, &postgres.Options{Schema: schema}); err == nil {
+			t.Errorf("Migrate accepted schema %q", schema)
+		}
+	}
+	if _, err := postgres.New(nil, nil); err == nil {
+		t.Error("New accepted a nil db")
+	}
+}
+
+func TestDataPostgresRejectsIsInvalid(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newStore(t)
+	ctx := t.Context()
+	for _, name := range []string{"nul\x00byte", "bad utf-8 \xff"} {
+		err := s.CreateEnvironment(ctx, &environments.Environment{Name: name})
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateEnvironment(%q): got %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func TestTxFromContext(t *testing.T) {
+	t.Parallel()
+	s, _, schema := newStore(t)
+	ctx := t.Context()
+	if _, ok := postgres.TxFromContext(ctx); ok {
+		t.Fatal("TxFromContext found a transaction outside WithTx")
+	}
+	err := s.WithTx(ctx, func(ctx context.Context) error {
+		tx, ok := postgres.TxFromContext(ctx)
+		if !ok {
+			t.Fatal("TxFromContext found no transaction inside WithTx")
+		}
+		if err := s.CreateEnvironment(ctx, &environments.Environment{Name: "dev"}); err != nil {
+			return err
+		}
+		// The host's statements on tx see the Store's writes, and roll
+		// back with them.
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+pq.QuoteIdentifier(schema)+`.environments`).Scan(&n); err != nil {
+			return err
+		}
+		if n != 1 {
+			t.Errorf("count through the host's tx = %d, want 1", n)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+pq.QuoteIdentifier(schema)+`.environments
+			(account, name, sealed_webhook_signing_key, webhook_settings, connect_ui, callback_url, created_at, updated_at)
+			VALUES ('', 'host', '', '{}', '{}', '', now(), now())`)
+		if err != nil {
+			return err
+		}
+		return errors.New("roll back")
+	})
+	if err == nil {
+		t.Fatal("WithTx returned nil")
+	}
+	envs, err := s.ListEnvironments(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) != 0 {
+		t.Errorf("rolled-back environments remain: %+v", envs)
+	}
+}
+
+// Two Stores on one pool (in two schemas) are isolated from each other, and
+// share a transaction when one runs inside the other's WithTx.
+func TestStoresInTwoSchemas(t *testing.T) {
+	t.Parallel()
+	a, db, _ := newStore(t)
+	_, schemaB := pgtest.Schema(t)
+	optsB := &postgres.Options{Schema: schemaB}
+	if err := postgres.Migrate(t.Context(), db, optsB); err != nil {
+		t.Fatal(err)
+	}
+	b, err := postgres.New(db, optsB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := a.CreateEnvironment(ctx, &environments.Environment{Name: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetEnvironmentByName(ctx, "dev"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("store b sees store a's environment: %v", err)
+	}
+	err = a.WithTx(ctx, func(ctx context.Context) error {
+		if err := b.CreateEnvironment(ctx, &environments.Environment{Name: "in-tx"}); err != nil {
+			return err
+		}
+		return errors.New("roll back")
+	})
+	if err == nil {
+		t.Fatal("WithTx returned nil")
+	}
+	envs, err := b.ListEnvironments(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := envNames(envs); !slices.Equal(names, []string{}) {
+		t.Errorf("store b kept %v written in store a's rolled-back transaction", names)
+	}
+}
+
+func envNames(envs []*environments.Environment) []string {
+	out := []string{}
+	for _, e := range envs {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+func TestCanceledContext(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.ListEnvironments(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("ListEnvironments with a canceled context: got %v, want context.Canceled", err)
+	}
+	err := s.WithTx(ctx, func(context.Context) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("WithTx with a canceled context: got %v, want context.Canceled", err)
+	}
+}
