@@ -17,7 +17,7 @@ import (
 
 // seed creates integrations gh (github, OAuth app), oa (openai) and tw
 // (twilio) and connections c1 and c2 on gh, k1 on oa.
-func seed(t *testing.T, bu *bundle) {
+func seed(t testing.TB, bu *bundle) {
 	t.Helper()
 	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"gh","display_name":"GitHub",
 		"credentials":{"type":"OAUTH2","client_id":"cid","client_secret":"csecret-gh","scopes":"repo,user"}}`})

@@ -70,7 +70,7 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.t }
 
-func setup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *bundle {
+func setup(t testing.TB, b *backend, mutate ...func(*connect.Config)) *bundle {
 	t.Helper()
 	clock := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	cfg := connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}, Now: clock.Now,
@@ -122,7 +122,7 @@ type req struct {
 	body         string
 }
 
-func (bu *bundle) do(t *testing.T, rq req) *response {
+func (bu *bundle) do(t testing.TB, rq req) *response {
 	t.Helper()
 	var body io.Reader
 	if rq.body != "" {
@@ -161,7 +161,7 @@ func (bu *bundle) do(t *testing.T, rq req) *response {
 }
 
 // mustDo performs the request and fails unless the status is want.
-func (bu *bundle) mustDo(t *testing.T, want int, rq req) *response {
+func (bu *bundle) mustDo(t testing.TB, want int, rq req) *response {
 	t.Helper()
 	r := bu.do(t, rq)
 	if r.status != want {
@@ -170,7 +170,7 @@ func (bu *bundle) mustDo(t *testing.T, want int, rq req) *response {
 	return r
 }
 
-func newServer(t *testing.T, svc *connect.Service) *httptest.Server {
+func newServer(t testing.TB, svc *connect.Service) *httptest.Server {
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
 	return srv

@@ -24,6 +24,9 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 	if err != nil {
 		return err
 	}
+	if err := checkText(stored); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -117,6 +120,9 @@ func hasTags(tags, want map[string]string) bool {
 func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection) error {
 	stored, err := storableConnection(c)
 	if err != nil {
+		return err
+	}
+	if err := checkText(stored); err != nil {
 		return err
 	}
 	unlock, err := s.lock(ctx)

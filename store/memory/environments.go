@@ -15,6 +15,9 @@ import (
 // CreateEnvironment stores env and sets its ID. A duplicate Name is
 // store.ErrConflict.
 func (s *Store) CreateEnvironment(ctx context.Context, env *environments.Environment) error {
+	if err := checkText(env); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -87,6 +90,9 @@ func (s *Store) ListEnvironments(ctx context.Context) ([]*environments.Environme
 // ID and CreatedAt. A missing environment is store.ErrNotFound; a Name used
 // by another environment is store.ErrConflict.
 func (s *Store) UpdateEnvironment(ctx context.Context, env *environments.Environment) error {
+	if err := checkText(env); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -108,6 +114,9 @@ func (s *Store) UpdateEnvironment(ctx context.Context, env *environments.Environ
 // CreateAPIKey stores key and sets its ID. A duplicate Hash is
 // store.ErrConflict; a missing environment is store.ErrNotFound.
 func (s *Store) CreateAPIKey(ctx context.Context, key *environments.APIKey) error {
+	if err := checkText(key); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -187,6 +196,9 @@ func (s *Store) DeleteAPIKey(ctx context.Context, environmentID, id int64) error
 // environment is store.ErrNotFound; two variables with one name are
 // store.ErrInvalid.
 func (s *Store) SetVariables(ctx context.Context, environmentID int64, vars []environments.Variable) error {
+	if err := checkText(vars); err != nil {
+		return err
+	}
 	if err := checkVariables(vars); err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ func (s *Store) integrationByKey(env int64, key string) *integrations.Integratio
 // the environment is store.ErrConflict; a missing environment is
 // store.ErrNotFound.
 func (s *Store) CreateIntegration(ctx context.Context, in *integrations.Integration) error {
+	if err := checkText(copyIntegration(in)); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -80,6 +83,9 @@ func (s *Store) ListIntegrations(ctx context.Context, environmentID int64) ([]*i
 // integration that has connections. A missing integration is
 // store.ErrNotFound.
 func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integration) error {
+	if err := checkText(copyIntegration(in)); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err

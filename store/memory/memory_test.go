@@ -10,6 +10,8 @@ import (
 	connect "github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/store/memory"
 	"github.com/embedauth/connect/store/storetest"
@@ -22,7 +24,7 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Store { return memory.New() })
 }
 
-func TestUnencodableJSONIsInvalid(t *testing.T) {
+func TestInvalidData(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := memory.New()
@@ -30,10 +32,32 @@ func TestUnencodableJSONIsInvalid(t *testing.T) {
 	if err := s.CreateEnvironment(ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	c := &connections.Connection{EnvironmentID: env.ID, IntegrationKey: "github", ConnectionID: "u1",
-		Metadata: map[string]any{"nan": math.NaN()}}
-	if err := s.CreateConnection(ctx, c); !errors.Is(err, store.ErrInvalid) {
-		t.Errorf("CreateConnection with NaN metadata: got %v, want ErrInvalid", err)
+	if err := s.CreateIntegration(ctx, &integrations.Integration{EnvironmentID: env.ID, UniqueKey: "github"}); err != nil {
+		t.Fatal(err)
+	}
+	conn := func(cid string, md map[string]any) *connections.Connection {
+		return &connections.Connection{EnvironmentID: env.ID, IntegrationKey: "github", ConnectionID: cid, Metadata: md}
+	}
+	for name, err := range map[string]error{
+		"NaN metadata":         s.CreateConnection(ctx, conn("u1", map[string]any{"nan": math.NaN()})),
+		"NUL in metadata":      s.CreateConnection(ctx, conn("u2", map[string]any{"k": "a\x00b"})),
+		"NUL in connection id": s.CreateConnection(ctx, conn("u\x00", nil)),
+		"invalid UTF-8 name":   s.CreateEnvironment(ctx, &environments.Environment{Name: "\xff"}),
+		"NUL in variable":      s.SetVariables(ctx, env.ID, []environments.Variable{{Name: "v", SealedValue: "\x00"}}),
+		"NUL in log":           s.AppendLog(ctx, &oplog.Entry{ID: "l\x00"}),
+	} {
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+	// Bytes are not text, and plaintext fields are not stored.
+	if err := s.CreateAPIKey(ctx, &environments.APIKey{EnvironmentID: env.ID, Hash: []byte{0, 0xff}}); err != nil {
+		t.Errorf("CreateAPIKey with a binary hash: %v", err)
+	}
+	c := conn("u3", nil)
+	c.Credentials = &connections.Credentials{AccessToken: "\x00"}
+	if err := s.CreateConnection(ctx, c); err != nil {
+		t.Errorf("CreateConnection with NUL in plaintext credentials: %v", err)
 	}
 }
 

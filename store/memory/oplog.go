@@ -20,6 +20,11 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 	if err != nil {
 		return err
 	}
+	c := *e
+	c.Meta = meta
+	if err := checkText(&c); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -28,8 +33,6 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 	if _, dup := s.d.logIDs[e.ID]; dup {
 		return fmt.Errorf("log entry %q: %w", e.ID, store.ErrConflict)
 	}
-	c := *e
-	c.Meta = meta
 	s.d.logs = append(s.d.logs, &c)
 	s.d.logIDs[c.ID] = struct{}{}
 	return nil

@@ -119,7 +119,7 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 		return conflict("connection %q", c.ConnectionID)
 	}
 	if err != nil {
-		return dbErr("create connection", err, store.ErrNotFound)
+		return dbErr(ctx, "create connection", err, store.ErrNotFound)
 	}
 	c.ID = id
 	c.Version = 1
@@ -136,7 +136,7 @@ func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrat
 		return nil, notFound("connection %q", connectionID)
 	}
 	if err != nil {
-		return nil, dbErr("get connection", err, nil)
+		return nil, dbErr(ctx, "get connection", err, nil)
 	}
 	return r.connection()
 }
@@ -175,7 +175,7 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 		` ORDER BY id LIMIT ` + w.arg(limit) + ` OFFSET ` + w.arg(max(f.Offset, 0))
 	var rows []connectionRow
 	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(query), w.args...); err != nil {
-		return nil, dbErr("list connections", err, nil)
+		return nil, dbErr(ctx, "list connections", err, nil)
 	}
 	out := make([]*connections.Connection, 0, len(rows))
 	for i := range rows {
@@ -212,7 +212,7 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 		err := sqlx.GetContext(ctx, s.ext(ctx), &exists, s.sql(`SELECT EXISTS (SELECT 1 FROM {s}.connections
 			WHERE id = $1 AND environment_id = $2)`), c.ID, c.EnvironmentID)
 		if err != nil {
-			return dbErr("update connection", err, nil)
+			return dbErr(ctx, "update connection", err, nil)
 		}
 		if !exists {
 			return notFound("connection %d", c.ID)
@@ -220,7 +220,7 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 		return conflict("connection %q: version %d is stale", c.ConnectionID, c.Version)
 	}
 	if err != nil {
-		return dbErr("update connection", err, nil)
+		return dbErr(ctx, "update connection", err, nil)
 	}
 	c.Version = version
 	return nil
@@ -232,7 +232,7 @@ func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integ
 		WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`),
 		environmentID, integrationKey, connectionID)
 	if err != nil {
-		return dbErr("delete connection", err, nil)
+		return dbErr(ctx, "delete connection", err, nil)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return notFound("connection %q", connectionID)
@@ -246,7 +246,7 @@ func (s *Store) CountConnections(ctx context.Context, environmentID int64, integ
 	err := sqlx.GetContext(ctx, s.ext(ctx), &n, s.sql(`SELECT count(*) FROM {s}.connections
 		WHERE environment_id = $1 AND integration_key = $2`), environmentID, integrationKey)
 	if err != nil {
-		return 0, dbErr("count connections", err, nil)
+		return 0, dbErr(ctx, "count connections", err, nil)
 	}
 	return n, nil
 }

@@ -85,7 +85,7 @@ func (s *Store) CreateEnvironment(ctx context.Context, env *environments.Environ
 		return conflict("environment %q", env.Name)
 	}
 	if err != nil {
-		return dbErr("create environment", err, nil)
+		return dbErr(ctx, "create environment", err, nil)
 	}
 	env.ID = id
 	return nil
@@ -109,7 +109,7 @@ func (s *Store) getEnvironment(ctx context.Context, cond string, arg any) (*envi
 		return nil, notFound("environment %v", arg)
 	}
 	if err != nil {
-		return nil, dbErr("get environment", err, nil)
+		return nil, dbErr(ctx, "get environment", err, nil)
 	}
 	return r.environment()
 }
@@ -118,7 +118,7 @@ func (s *Store) getEnvironment(ctx context.Context, cond string, arg any) (*envi
 func (s *Store) ListEnvironments(ctx context.Context) ([]*environments.Environment, error) {
 	var rows []envRow
 	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(`SELECT `+envColumns+` FROM {s}.environments ORDER BY id`)); err != nil {
-		return nil, dbErr("list environments", err, nil)
+		return nil, dbErr(ctx, "list environments", err, nil)
 	}
 	out := make([]*environments.Environment, 0, len(rows))
 	for i := range rows {
@@ -148,7 +148,7 @@ func (s *Store) UpdateEnvironment(ctx context.Context, env *environments.Environ
 		WHERE id = $8
 			AND NOT EXISTS (SELECT 1 FROM {s}.environments o WHERE o.name = $2 AND o.id <> $8)`), args...)
 	if err != nil {
-		return dbErr("update environment", err, nil)
+		return dbErr(ctx, "update environment", err, nil)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
@@ -177,7 +177,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, key *environments.APIKey) erro
 		return conflict("api key")
 	}
 	if err != nil {
-		return dbErr("create api key", err, store.ErrNotFound)
+		return dbErr(ctx, "create api key", err, store.ErrNotFound)
 	}
 	key.ID = id
 	return nil
@@ -215,7 +215,7 @@ func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (*environments
 		return nil, notFound("api key")
 	}
 	if err != nil {
-		return nil, dbErr("get api key", err, nil)
+		return nil, dbErr(ctx, "get api key", err, nil)
 	}
 	return r.apiKey(), nil
 }
@@ -225,7 +225,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, environmentID int64) ([]*enviro
 	var rows []apiKeyRow
 	err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(`SELECT `+apiKeyColumns+` FROM {s}.api_keys WHERE environment_id = $1 ORDER BY id`), environmentID)
 	if err != nil {
-		return nil, dbErr("list api keys", err, nil)
+		return nil, dbErr(ctx, "list api keys", err, nil)
 	}
 	out := make([]*environments.APIKey, len(rows))
 	for i := range rows {
@@ -239,7 +239,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, environmentID int64) ([]*enviro
 func (s *Store) DeleteAPIKey(ctx context.Context, environmentID, id int64) error {
 	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.api_keys WHERE environment_id = $1 AND id = $2`), environmentID, id)
 	if err != nil {
-		return dbErr("delete api key", err, nil)
+		return dbErr(ctx, "delete api key", err, nil)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return notFound("api key %d", id)
@@ -268,10 +268,10 @@ func (s *Store) SetVariables(ctx context.Context, environmentID int64, vars []en
 			return notFound("environment %d", environmentID)
 		}
 		if err != nil {
-			return dbErr("set variables", err, nil)
+			return dbErr(ctx, "set variables", err, nil)
 		}
 		if _, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.environment_variables WHERE environment_id = $1`), environmentID); err != nil {
-			return dbErr("set variables", err, nil)
+			return dbErr(ctx, "set variables", err, nil)
 		}
 		if len(vars) == 0 {
 			return nil
@@ -280,7 +280,7 @@ func (s *Store) SetVariables(ctx context.Context, environmentID int64, vars []en
 			INSERT INTO {s}.environment_variables (environment_id, name, sealed_value)
 			SELECT $1, n, v FROM unnest($2::text[], $3::text[]) AS t(n, v)`),
 			environmentID, pq.StringArray(names), pq.StringArray(values))
-		return dbErr("set variables", err, store.ErrNotFound)
+		return dbErr(ctx, "set variables", err, store.ErrNotFound)
 	})
 }
 
@@ -290,19 +290,19 @@ func (s *Store) ListVariables(ctx context.Context, environmentID int64) ([]envir
 		SELECT name, sealed_value FROM {s}.environment_variables
 		WHERE environment_id = $1 ORDER BY name`), environmentID)
 	if err != nil {
-		return nil, dbErr("list variables", err, nil)
+		return nil, dbErr(ctx, "list variables", err, nil)
 	}
 	defer rows.Close()
 	out := []environments.Variable{}
 	for rows.Next() {
 		var v environments.Variable
 		if err := rows.Scan(&v.Name, &v.SealedValue); err != nil {
-			return nil, dbErr("list variables", err, nil)
+			return nil, dbErr(ctx, "list variables", err, nil)
 		}
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("list variables", err, nil)
+		return nil, dbErr(ctx, "list variables", err, nil)
 	}
 	return out, nil
 }

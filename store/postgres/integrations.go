@@ -74,7 +74,7 @@ func (s *Store) CreateIntegration(ctx context.Context, in *integrations.Integrat
 		return conflict("integration %q", in.UniqueKey)
 	}
 	if err != nil {
-		return dbErr("create integration", err, store.ErrNotFound)
+		return dbErr(ctx, "create integration", err, store.ErrNotFound)
 	}
 	in.ID = id
 	return nil
@@ -90,7 +90,7 @@ func (s *Store) GetIntegration(ctx context.Context, environmentID int64, uniqueK
 		return nil, notFound("integration %q", uniqueKey)
 	}
 	if err != nil {
-		return nil, dbErr("get integration", err, nil)
+		return nil, dbErr(ctx, "get integration", err, nil)
 	}
 	return r.integration()
 }
@@ -101,7 +101,7 @@ func (s *Store) ListIntegrations(ctx context.Context, environmentID int64) ([]*i
 	err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(`SELECT `+integrationColumns+` FROM {s}.integrations
 		WHERE environment_id = $1 ORDER BY id`), environmentID)
 	if err != nil {
-		return nil, dbErr("list integrations", err, nil)
+		return nil, dbErr(ctx, "list integrations", err, nil)
 	}
 	out := make([]*integrations.Integration, 0, len(rows))
 	for i := range rows {
@@ -139,7 +139,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integrat
 		in.ID, in.EnvironmentID, in.UniqueKey, in.Provider, in.DisplayName, in.ForwardWebhooks, cfg,
 		in.SealedCredentials, in.SealedCustom, in.UpdatedAt)
 	if err != nil {
-		return dbErr("update integration", err, store.ErrConflict)
+		return dbErr(ctx, "update integration", err, store.ErrConflict)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
@@ -148,7 +148,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integrat
 	err = sqlx.GetContext(ctx, s.ext(ctx), &exists, s.sql(`SELECT EXISTS (SELECT 1 FROM {s}.integrations
 		WHERE id = $1 AND environment_id = $2)`), in.ID, in.EnvironmentID)
 	if err != nil {
-		return dbErr("update integration", err, nil)
+		return dbErr(ctx, "update integration", err, nil)
 	}
 	if !exists {
 		return notFound("integration %d", in.ID)
@@ -162,7 +162,7 @@ func (s *Store) DeleteIntegration(ctx context.Context, environmentID int64, uniq
 	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.integrations
 		WHERE environment_id = $1 AND unique_key = $2`), environmentID, uniqueKey)
 	if err != nil {
-		return dbErr("delete integration", err, nil)
+		return dbErr(ctx, "delete integration", err, nil)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return notFound("integration %q", uniqueKey)

@@ -72,64 +72,64 @@ func Migrate(ctx context.Context, db *sql.DB, opts *Options) error {
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return dbErr("migrate: begin", err, nil)
+		return dbErr(ctx, "migrate: begin", err, nil)
 	}
 	defer func() { _ = tx.Rollback() }()
 
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(o.schema)); err != nil {
-		return dbErr("migrate: lock", err, nil)
+		return dbErr(ctx, "migrate: lock", err, nil)
 	}
 	// Create the schema only when it is missing, so that a role without
 	// CREATE on the database can migrate a schema its DBA made.
 	var exists bool
 	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, o.schema).Scan(&exists); err != nil {
-		return dbErr("migrate: find schema", err, nil)
+		return dbErr(ctx, "migrate: find schema", err, nil)
 	}
 	if !exists {
 		if _, err := tx.ExecContext(ctx, `CREATE SCHEMA `+o.quoted); err != nil {
-			return dbErr("migrate: create schema", err, nil)
+			return dbErr(ctx, "migrate: create schema", err, nil)
 		}
 	}
 	// Migrations name their objects unqualified: they land in the schema.
 	if _, err := tx.ExecContext(ctx, `SET LOCAL search_path TO `+o.quoted); err != nil {
-		return dbErr("migrate: set search_path", err, nil)
+		return dbErr(ctx, "migrate: set search_path", err, nil)
 	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     PRIMARY KEY,
 		name       text        NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now()
 	)`); err != nil {
-		return dbErr("migrate: create schema_migrations", err, nil)
+		return dbErr(ctx, "migrate: create schema_migrations", err, nil)
 	}
 	applied := map[int]bool{}
 	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
-		return dbErr("migrate: read schema_migrations", err, nil)
+		return dbErr(ctx, "migrate: read schema_migrations", err, nil)
 	}
 	for rows.Next() {
 		var v int
 		if err := rows.Scan(&v); err != nil {
 			rows.Close()
-			return dbErr("migrate: read schema_migrations", err, nil)
+			return dbErr(ctx, "migrate: read schema_migrations", err, nil)
 		}
 		applied[v] = true
 	}
 	if err := rows.Err(); err != nil {
-		return dbErr("migrate: read schema_migrations", err, nil)
+		return dbErr(ctx, "migrate: read schema_migrations", err, nil)
 	}
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return dbErr(fmt.Sprintf("migrate: apply %03d_%s", m.version, m.name), err, nil)
+			return dbErr(ctx, fmt.Sprintf("migrate: apply %03d_%s", m.version, m.name), err, nil)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return dbErr("migrate: record version", err, nil)
+			return dbErr(ctx, "migrate: record version", err, nil)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return dbErr("migrate: commit", err, nil)
+		return dbErr(ctx, "migrate: commit", err, nil)
 	}
 	return nil
 }

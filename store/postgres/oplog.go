@@ -49,7 +49,7 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return conflict("log entry %q", e.ID)
 	}
-	return dbErr("append log", err, nil)
+	return dbErr(ctx, "append log", err, nil)
 }
 
 // ListLogs returns the entries matching f, newest first (by CreatedAt, then
@@ -83,7 +83,7 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
 	var rows []logRow
 	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(query), w.args...); err != nil {
-		return nil, dbErr("list logs", err, nil)
+		return nil, dbErr(ctx, "list logs", err, nil)
 	}
 	out := make([]*oplog.Entry, 0, len(rows))
 	for i := range rows {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -98,16 +99,28 @@ type txKey struct{}
 // txState is what WithTx puts in the context: the transaction and the pool
 // it belongs to, so that a Store on another pool does not use it.
 type txState struct {
-	db *sql.DB
-	tx *sqlx.Tx
+	db   *sql.DB
+	tx   *sqlx.Tx
+	done atomic.Bool // set once the transaction has ended
+}
+
+// liveTx returns the transaction of ctx when it belongs to db and has not
+// ended.
+func liveTx(ctx context.Context, db *sql.DB) (*txState, bool) {
+	st, ok := ctx.Value(txKey{}).(*txState)
+	if !ok || st.db != db || st.done.Load() {
+		return nil, false
+	}
+	return st, true
 }
 
 // TxFromContext returns the transaction that [Store.WithTx] runs fn in, when
-// ctx is (derived from) the context fn received. A host uses it to make its
-// own writes, or to enqueue jobs, in the same transaction as the Store's.
+// ctx is (derived from) the context fn received and WithTx has not returned
+// yet. A host uses it to make its own writes, or to enqueue jobs, in the same
+// transaction as the Store's.
 func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 	st, ok := ctx.Value(txKey{}).(*txState)
-	if !ok {
+	if !ok || st.done.Load() {
 		return nil, false
 	}
 	return st.tx.Tx, true
@@ -116,7 +129,7 @@ func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 // ext returns the transaction of ctx when it belongs to the store's pool,
 // else the pool.
 func (s *Store) ext(ctx context.Context) sqlx.ExtContext {
-	if st, ok := ctx.Value(txKey{}).(*txState); ok && st.db == s.raw {
+	if st, ok := liveTx(ctx, s.raw); ok {
 		return st.tx
 	}
 	return s.db
@@ -130,26 +143,32 @@ func (s *Store) ext(ctx context.Context) sqlx.ExtContext {
 // Inside the transaction a call that fails with store.ErrNotFound or
 // store.ErrConflict leaves the transaction usable. Other database errors
 // abort it: every later statement fails until fn returns.
-func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) (err error) {
-	if st, ok := ctx.Value(txKey{}).(*txState); ok && st.db == s.raw {
+//
+// fn must not use its context from several goroutines at once: a
+// transaction is one connection. Once WithTx has returned, the context works
+// like one without a transaction.
+func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, ok := liveTx(ctx, s.raw); ok {
 		return fn(ctx)
 	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return dbErr("begin", err, nil)
+		return dbErr(ctx, "begin", err, nil)
 	}
-	done := false
+	st := &txState{db: s.raw, tx: tx}
+	committed := false
 	defer func() {
-		if !done {
+		st.done.Store(true)
+		if !committed {
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(context.WithValue(ctx, txKey{}, &txState{db: s.raw, tx: tx})); err != nil {
+	if err := fn(context.WithValue(ctx, txKey{}, st)); err != nil {
 		return err
 	}
-	done = true
+	committed = true
 	if err := tx.Commit(); err != nil {
-		return dbErr("commit", err, nil)
+		return dbErr(ctx, "commit", err, nil)
 	}
 	return nil
 }
@@ -157,10 +176,14 @@ func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) 
 // dbErr wraps err from operation op so that it matches the store sentinel
 // errors: a unique violation is store.ErrConflict, a foreign key violation is
 // fk (store.ErrConflict when fk is nil), bad data is store.ErrInvalid and a
-// failure worth retrying is store.ErrUnavailable.
-func dbErr(op string, err error, fk error) error {
+// failure worth retrying is store.ErrUnavailable. When ctx has ended, the
+// error matches ctx.Err() instead: the statement was canceled.
+func dbErr(ctx context.Context, op string, err error, fk error) error {
 	if err == nil {
 		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("postgres: %s: %w: %w", op, ctxErr, err)
 	}
 	if kind := classify(err, fk); kind != nil {
 		return fmt.Errorf("postgres: %s: %w: %w", op, kind, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -13,8 +14,11 @@ import (
 	"github.com/lib/pq"
 
 	connect "github.com/embedauth/connect"
+	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/pgtest"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/store/postgres"
 	"github.com/embedauth/connect/store/storetest"
@@ -191,15 +195,39 @@ func TestInvalidOptions(t *testing.T) {
 	}
 }
 
-func TestDataPostgresRejectsIsInvalid(t *testing.T) {
+func TestInvalidData(t *testing.T) {
 	t.Parallel()
 	s, _, _ := newStore(t)
 	ctx := t.Context()
-	for _, name := range []string{"nul\x00byte", "bad utf-8 \xff"} {
-		err := s.CreateEnvironment(ctx, &environments.Environment{Name: name})
+	env := &environments.Environment{Name: "dev"}
+	if err := s.CreateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateIntegration(ctx, &integrations.Integration{EnvironmentID: env.ID, UniqueKey: "github"}); err != nil {
+		t.Fatal(err)
+	}
+	conn := func(cid string, md map[string]any) *connections.Connection {
+		return &connections.Connection{EnvironmentID: env.ID, IntegrationKey: "github", ConnectionID: cid, Metadata: md}
+	}
+	for name, err := range map[string]error{
+		"NaN metadata":         s.CreateConnection(ctx, conn("u1", map[string]any{"nan": math.NaN()})),
+		"NUL in metadata":      s.CreateConnection(ctx, conn("u2", map[string]any{"k": "a\x00b"})),
+		"NUL in connection id": s.CreateConnection(ctx, conn("u\x00", nil)),
+		"invalid UTF-8 name":   s.CreateEnvironment(ctx, &environments.Environment{Name: "\xff"}),
+		"NUL in variable":      s.SetVariables(ctx, env.ID, []environments.Variable{{Name: "v", SealedValue: "\x00"}}),
+		"NUL in log":           s.AppendLog(ctx, &oplog.Entry{ID: "l\x00"}),
+	} {
 		if !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("CreateEnvironment(%q): got %v, want ErrInvalid", name, err)
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
 		}
+	}
+	if err := s.CreateAPIKey(ctx, &environments.APIKey{EnvironmentID: env.ID, Hash: []byte{0, 0xff}}); err != nil {
+		t.Errorf("CreateAPIKey with a binary hash: %v", err)
+	}
+	c := conn("u3", nil)
+	c.Credentials = &connections.Credentials{AccessToken: "\x00"}
+	if err := s.CreateConnection(ctx, c); err != nil {
+		t.Errorf("CreateConnection with NUL in plaintext credentials: %v", err)
 	}
 }
 
@@ -210,7 +238,9 @@ func TestTxFromContext(t *testing.T) {
 	if _, ok := postgres.TxFromContext(ctx); ok {
 		t.Fatal("TxFromContext found a transaction outside WithTx")
 	}
+	var kept context.Context
 	err := s.WithTx(ctx, func(ctx context.Context) error {
+		kept = ctx
 		tx, ok := postgres.TxFromContext(ctx)
 		if !ok {
 			t.Fatal("TxFromContext found no transaction inside WithTx")
@@ -237,6 +267,9 @@ func TestTxFromContext(t *testing.T) {
 	})
 	if err == nil {
 		t.Fatal("WithTx returned nil")
+	}
+	if _, ok := postgres.TxFromContext(kept); ok {
+		t.Error("TxFromContext found a transaction after WithTx returned")
 	}
 	envs, err := s.ListEnvironments(ctx)
 	if err != nil {
@@ -305,5 +338,43 @@ func TestCanceledContext(t *testing.T) {
 	err := s.WithTx(ctx, func(context.Context) error { return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("WithTx with a canceled context: got %v, want context.Canceled", err)
+	}
+}
+
+// A statement canceled by its context while it runs (here, waiting for a
+// row lock) fails with the context's error.
+func TestStatementCanceled(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newStore(t)
+	ctx := t.Context()
+	env := &environments.Environment{Name: "dev"}
+	if err := s.CreateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateIntegration(ctx, &integrations.Integration{EnvironmentID: env.ID, UniqueKey: "github"}); err != nil {
+		t.Fatal(err)
+	}
+	c := &connections.Connection{EnvironmentID: env.ID, IntegrationKey: "github", ConnectionID: "u1"}
+	if err := s.CreateConnection(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	err := s.WithTx(ctx, func(txCtx context.Context) error {
+		locked := *c
+		if err := s.UpdateConnection(txCtx, &locked); err != nil {
+			return err
+		}
+		// The row is locked by the open transaction: this update waits
+		// until its deadline.
+		waitCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		waiting := *c
+		err := s.UpdateConnection(waitCtx, &waiting)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("update waiting for a lock: got %v, want DeadlineExceeded", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

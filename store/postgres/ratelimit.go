@@ -34,8 +34,9 @@ var _ ratelimit.Limiter = (*RateLimiter)(nil)
 
 // NewRateLimiter returns a limiter allowing limit requests per key in each
 // window. The rate_limits table must exist (see [Migrate]); opts.Now sets the
-// clock. It panics when limit < 1, window <= 0 or opts.Schema is invalid:
-// these are programming errors.
+// clock. It panics when limit < 1, when window is not a positive multiple of
+// a microsecond (the precision of timestamptz) or when opts.Schema is
+// invalid: these are programming errors.
 func NewRateLimiter(db *sql.DB, opts *Options, limit int, window time.Duration) *RateLimiter {
 	o, err := opts.resolve()
 	if err != nil {
@@ -44,8 +45,8 @@ func NewRateLimiter(db *sql.DB, opts *Options, limit int, window time.Duration) 
 	if db == nil {
 		panic("postgres: NewRateLimiter: db is nil")
 	}
-	if limit < 1 || window <= 0 {
-		panic(fmt.Sprintf("postgres: NewRateLimiter: limit %d and window %v must be positive", limit, window))
+	if limit < 1 || window <= 0 || window%time.Microsecond != 0 {
+		panic(fmt.Sprintf("postgres: NewRateLimiter: limit %d must be positive and window %v a positive multiple of 1µs", limit, window))
 	}
 	return &RateLimiter{db: db, schema: o.quoted, now: o.now, limit: limit, window: window}
 }
@@ -67,7 +68,7 @@ func (l *RateLimiter) Allow(ctx context.Context, key string) (ratelimit.Decision
 		ON CONFLICT (key, window_start, window_end) DO UPDATE SET count = r.count + 1
 		RETURNING count`, key, start, end).Scan(&count)
 	if err != nil {
-		return ratelimit.Decision{}, dbErr("rate limit", err, nil)
+		return ratelimit.Decision{}, dbErr(ctx, "rate limit", err, nil)
 	}
 	if count > int64(l.limit) {
 		return ratelimit.Decision{Allowed: false, Remaining: 0, RetryAfter: end.Sub(now)}, nil
@@ -96,7 +97,7 @@ func (l *RateLimiter) maybePrune(ctx context.Context, now time.Time) error {
 func (l *RateLimiter) Prune(ctx context.Context) (int64, error) {
 	res, err := l.db.ExecContext(ctx, `DELETE FROM `+l.schema+`.rate_limits WHERE window_end <= $1`, l.now())
 	if err != nil {
-		return 0, dbErr("rate limit prune", err, nil)
+		return 0, dbErr(ctx, "rate limit prune", err, nil)
 	}
 	return res.RowsAffected()
 }

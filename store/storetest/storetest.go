@@ -155,4 +155,3 @@ func newConn(t *testing.T, s Store, env int64, key, connectionID string, tags ma
 	}
 	return c
 }
-

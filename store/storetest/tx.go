@@ -18,6 +18,7 @@ var txTests = []test{
 	{"ReadsOwnWrites", testTxReadsOwnWrites},
 	{"SurvivesRefusedCalls", testTxSurvivesRefusedCalls},
 	{"Panic", testTxPanic},
+	{"EndedContext", testTxEndedContext},
 }
 
 func testTxCommit(t *testing.T, s Store) {
@@ -346,4 +347,30 @@ func testTxPanic(t *testing.T, s Store) {
 	wantErr(t, "GetEnvironmentByName(written before panic)", err, store.ErrNotFound)
 	// The store is still usable.
 	newEnv(t, s, "after")
+}
+
+// testTxEndedContext uses the context of a transaction after WithTx has
+// returned, as work started inside fn and finishing later would: it works
+// like a context without a transaction.
+func testTxEndedContext(t *testing.T, s Store) {
+	var kept context.Context
+	must(t, s.WithTx(t.Context(), func(ctx context.Context) error {
+		kept = ctx
+		return s.CreateEnvironment(ctx, &environments.Environment{Name: "in-tx", CreatedAt: ts, UpdatedAt: ts})
+	}))
+	must(t, s.CreateEnvironment(kept, &environments.Environment{Name: "after", CreatedAt: ts, UpdatedAt: ts}))
+	err := s.WithTx(kept, func(ctx context.Context) error {
+		if err := s.CreateEnvironment(ctx, &environments.Environment{Name: "new-tx", CreatedAt: ts, UpdatedAt: ts}); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	wantErr(t, "WithTx with an ended transaction's context", err, errRollback)
+	envs, err := s.ListEnvironments(kept)
+	must(t, err)
+	var names []string
+	for _, e := range envs {
+		names = append(names, e.Name)
+	}
+	diff(t, "environments", []string{"in-tx", "after"}, names)
 }

@@ -1,0 +1,38 @@
+// Package connect holds a host application's end users' authorization for
+// external APIs and uses it: OAuth 2, OAuth 1, API key, Basic and
+// client-credentials connections, stored encrypted in the host's own
+// Postgres, served over an HTTP API that the published Nango clients speak.
+//
+// # Embedding
+//
+// Build a Service with New from a Config that names a Store and the
+// encryption keys, then mount its handlers on the host's mux:
+//
+//	db, _ := sql.Open("postgres", dsn)
+//	if err := postgres.Migrate(ctx, db, nil); err != nil { ... }
+//	st, _ := postgres.New(db, nil)
+//	svc, err := connect.New(connect.Config{
+//		Store:          st,
+//		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: key32}},
+//	})
+//	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
+//
+// Go code manages the same data without HTTP through the feature services:
+// [Service.Environments], [Service.Integrations] and [Service.Connections].
+//
+// # Storage
+//
+// A [Store] holds all state. store/memory keeps it in memory, for tests and
+// trying things out; store/postgres keeps it in tables of their own schema
+// inside the host's database. Both pass the conformance suite of
+// store/storetest, which a host can run against a Store of its own.
+//
+// # Security
+//
+// Every API request carries an environment's API key as a bearer token; the
+// key's scopes decide which routes it may call (see package environments).
+// Credentials, client secrets, webhook signing keys and environment variable
+// values are sealed with AES-256-GCM under a keyring before they reach the
+// Store; API keys are stored only as hashes. [Service.ReencryptSecrets]
+// moves every secret to a new primary key.
+package connect

@@ -1,0 +1,84 @@
+package connect_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/store/memory"
+)
+
+// Mount the Service's API under a prefix of the host's mux and call it with
+// an environment's API key.
+func ExampleService_Handler() {
+	svc, err := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	key, _, _ := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "backend"})
+
+	mux := http.NewServeMux()
+	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	body := `{"provider":"openai","unique_key":"openai-prod"}`
+	req, _ := http.NewRequest("POST", srv.URL+"/connect/integrations", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status)
+
+	req, _ = http.NewRequest("GET", srv.URL+"/connect/integrations", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, _ = http.DefaultClient.Do(req)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(strings.Contains(string(b), `"unique_key":"openai-prod"`))
+	// Output:
+	// 200 OK
+	// true
+}
+
+// Import an existing API key for an end user and read it back from Go.
+func ExampleService_Connections() {
+	svc, _ := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+	})
+	ctx := context.Background()
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	_, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "openai", UniqueKey: "openai"})
+	if err != nil {
+		panic(err)
+	}
+	_, created, err := svc.Connections().Import(ctx, env.ID, connections.ImportInput{
+		ProviderConfigKey: "openai",
+		ConnectionID:      "user-42",
+		APIKey:            "sk-example",
+		Tags:              map[string]string{"End_User_Id": "42"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	c, _ := svc.Connections().Get(ctx, env.ID, "openai", "user-42", connections.GetOptions{})
+	fmt.Println(created, c.Credentials.Type, c.Credentials.APIKey, c.Tags)
+	// Output: true API_KEY sk-example map[end_user_id:42]
+}
