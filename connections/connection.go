@@ -57,8 +57,10 @@ type Error struct {
 	LogID string `json:"log_id"`
 }
 
-// Filter selects connections of one environment. Zero fields match anything.
+// Filter selects connections. Zero fields match anything.
 type Filter struct {
+	// EnvironmentID selects one environment; 0 means every environment
+	// (for maintenance such as key rotation, never for API requests).
 	EnvironmentID int64
 	// ConnectionID matches exactly, possibly across integrations.
 	ConnectionID string
@@ -84,7 +86,7 @@ type Store interface {
 	// ListConnections returns the matching connections ordered by ID.
 	ListConnections(ctx context.Context, f Filter) ([]*Connection, error)
 	// UpdateConnection replaces every field but the identity, ID and
-	// CreatedAt of the connection with c.ID, when its stored Version equals
+	// CreatedAt of the connection with c.ID in c.EnvironmentID, when its stored Version equals
 	// c.Version; then it sets c.Version to the next version. A stale
 	// version is ErrConflict; a missing connection is ErrNotFound.
 	UpdateConnection(ctx context.Context, c *Connection) error

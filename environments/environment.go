@@ -112,7 +112,7 @@ type Store interface {
 	UpdateEnvironment(ctx context.Context, env *Environment) error
 
 	// CreateAPIKey stores key and sets its ID. A duplicate Hash is
-	// ErrConflict.
+	// ErrConflict; a missing environment is ErrNotFound.
 	CreateAPIKey(ctx context.Context, key *APIKey) error
 	// GetAPIKeyByHash returns the key with the hash, or ErrNotFound.
 	GetAPIKeyByHash(ctx context.Context, hash []byte) (*APIKey, error)
@@ -121,7 +121,8 @@ type Store interface {
 	// DeleteAPIKey deletes a key of the environment, or returns ErrNotFound.
 	DeleteAPIKey(ctx context.Context, environmentID, id int64) error
 
-	// SetVariables replaces every variable of the environment.
+	// SetVariables replaces every variable of the environment. A missing
+	// environment is ErrNotFound; a duplicate name is ErrInvalid.
 	SetVariables(ctx context.Context, environmentID int64, vars []Variable) error
 	// ListVariables returns the variables of the environment ordered by name.
 	ListVariables(ctx context.Context, environmentID int64) ([]Variable, error)

@@ -54,7 +54,8 @@ type Store interface {
 	store.Transactor
 
 	// CreateIntegration stores in and sets its ID. A UniqueKey already used
-	// in the environment is ErrConflict.
+	// in the environment is ErrConflict; a missing environment is
+	// ErrNotFound.
 	CreateIntegration(ctx context.Context, in *Integration) error
 	// GetIntegration returns the integration of the environment with the
 	// key, or ErrNotFound.
@@ -62,7 +63,7 @@ type Store interface {
 	// ListIntegrations returns the environment's integrations ordered by ID.
 	ListIntegrations(ctx context.Context, environmentID int64) ([]*Integration, error)
 	// UpdateIntegration replaces every field but ID, EnvironmentID and
-	// CreatedAt of the integration with in.ID. A UniqueKey already used by
+	// CreatedAt of the integration with in.ID in in.EnvironmentID. A UniqueKey already used by
 	// another integration is ErrConflict; renaming an integration that has
 	// connections is ErrConflict too. A missing integration is ErrNotFound.
 	UpdateIntegration(ctx context.Context, in *Integration) error

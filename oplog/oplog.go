@@ -49,7 +49,7 @@ type Filter struct {
 
 // Store is what the operations log needs from storage.
 type Store interface {
-	// AppendLog stores e. e.ID must be set and unique.
+	// AppendLog stores e. e.ID must be set; a duplicate is ErrConflict.
 	AppendLog(ctx context.Context, e *Entry) error
 	// ListLogs returns matching entries, newest first.
 	ListLogs(ctx context.Context, f Filter) ([]*Entry, error)

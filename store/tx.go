@@ -8,6 +8,10 @@ import "context"
 // transaction; when fn returns an error, none of their writes remain. Nested
 // calls join the outer transaction. Implementations must not hold a
 // transaction open across anything but fn.
+//
+// Inside fn, use fn's context for every Store call and do not share it
+// between goroutines. A Store method that reports ErrNotFound or
+// ErrConflict inside fn leaves the transaction usable.
 type Transactor interface {
 	WithTx(ctx context.Context, fn func(ctx context.Context) error) error
 }

@@ -71,8 +71,8 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		}
 	}
 	if v := getenv("CONNECT_RATE_LIMIT_WINDOW"); v != "" {
-		if cfg.RateLimitWindow, err = time.ParseDuration(v); err != nil || cfg.RateLimitWindow <= 0 {
-			return fmt.Errorf("CONNECT_RATE_LIMIT_WINDOW %q is not a positive duration such as 1m", v)
+		if cfg.RateLimitWindow, err = time.ParseDuration(v); err != nil || cfg.RateLimitWindow < time.Second || cfg.RateLimitWindow%time.Second != 0 {
+			return fmt.Errorf("CONNECT_RATE_LIMIT_WINDOW %q is not a whole number of seconds of at least 1s, such as 1m", v)
 		}
 	}
 
