@@ -26,20 +26,20 @@ type APIConnection struct {
 
 // APIConnectionFull is the single form of a connection, with credentials.
 type APIConnectionFull struct {
-	ID                 int64             `json:"id"`
-	ConnectionID       string            `json:"connection_id"`
-	ProviderConfigKey  string            `json:"provider_config_key"`
-	Provider           string            `json:"provider"`
-	ConnectionConfig   map[string]any    `json:"connection_config"`
-	WebhookURLOverride *string           `json:"webhook_url_override"`
-	CreatedAt          string            `json:"created_at"`
-	UpdatedAt          string            `json:"updated_at"`
-	LastFetchedAt      *string           `json:"last_fetched_at"`
-	Metadata           map[string]any    `json:"metadata"`
-	Errors             []Error           `json:"errors"`
-	EndUser            *APIEndUser       `json:"end_user"`
-	Tags               map[string]string `json:"tags"`
-	Credentials        map[string]any    `json:"credentials,omitempty"`
+	ID                 int64               `json:"id"`
+	ConnectionID       string              `json:"connection_id"`
+	ProviderConfigKey  string              `json:"provider_config_key"`
+	Provider           string              `json:"provider"`
+	ConnectionConfig   map[string]any      `json:"connection_config"`
+	WebhookURLOverride *string             `json:"webhook_url_override"`
+	CreatedAt          string              `json:"created_at"`
+	UpdatedAt          string              `json:"updated_at"`
+	LastFetchedAt      *string             `json:"last_fetched_at"`
+	Metadata           map[string]any      `json:"metadata"`
+	Errors             []Error             `json:"errors"`
+	EndUser            *APIEndUser         `json:"end_user"`
+	Tags               map[string]string   `json:"tags"`
+	Credentials        *APICredentialsBody `json:"credentials,omitempty"`
 }
 
 // APIEndUser is the end user derived from a connection's conventional tags.
@@ -121,57 +121,80 @@ func APIFull(c *Connection, withCredentials, withRefreshToken bool) APIConnectio
 	return out
 }
 
-// APICredentials returns the wire form of credentials for their type.
-func APICredentials(c *Credentials, withRefreshToken bool) map[string]any {
-	m := map[string]any{"type": c.Type}
-	raw := func() map[string]any {
-		r := make(map[string]any, len(c.Raw))
-		for k, v := range c.Raw {
-			if !withRefreshToken && k == "refresh_token" {
-				continue
+// APICredentialsBody is the wire form of credentials. Only the fields of
+// the credentials' type are present; NONE credentials are {}.
+type APICredentialsBody struct {
+	Type             string          `json:"type,omitempty"`
+	AccessToken      *string         `json:"access_token,omitempty"`
+	RefreshToken     string          `json:"refresh_token,omitempty"`
+	OAuthToken       *string         `json:"oauth_token,omitempty"`
+	OAuthTokenSecret *string         `json:"oauth_token_secret,omitempty"`
+	Token            *string         `json:"token,omitempty"`
+	ClientID         *string         `json:"client_id,omitempty"`
+	ClientSecret     *string         `json:"client_secret,omitempty"`
+	APIKey           *string         `json:"apiKey,omitempty"`
+	Username         *string         `json:"username,omitempty"`
+	Password         *string         `json:"password,omitempty"`
+	TokenID          *string         `json:"token_id,omitempty"`
+	TokenSecret      *string         `json:"token_secret,omitempty"`
+	ExpiresAt        string          `json:"expires_at,omitempty"`
+	JWTToken         string          `json:"jwtToken,omitempty"`
+	Raw              *map[string]any `json:"raw,omitempty"`
+	ConfigOverride   *ConfigOverride `json:"config_override,omitempty"`
+}
+
+// APICredentials returns the wire form of credentials for their type. The
+// refresh token, also inside raw, is included only when withRefreshToken
+// is true.
+func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
+	m := &APICredentialsBody{Type: c.Type}
+	raw := func() *map[string]any {
+		r := c.Raw
+		if _, ok := r["refresh_token"]; ok && !withRefreshToken {
+			r = make(map[string]any, len(c.Raw))
+			for k, v := range c.Raw {
+				if k != "refresh_token" {
+					r[k] = v
+				}
 			}
-			r[k] = v
 		}
-		return r
+		if r == nil {
+			r = map[string]any{}
+		}
+		return &r
 	}
 	exp := func() {
 		if c.ExpiresAt != nil {
-			m["expires_at"] = httpapi.Time(*c.ExpiresAt)
+			m.ExpiresAt = httpapi.Time(*c.ExpiresAt)
 		}
 	}
 	switch c.Type {
 	case AuthModeOAuth2:
-		m["access_token"] = c.AccessToken
-		if withRefreshToken && c.RefreshToken != "" {
-			m["refresh_token"] = c.RefreshToken
+		m.AccessToken = &c.AccessToken
+		if withRefreshToken {
+			m.RefreshToken = c.RefreshToken
 		}
 		exp()
-		m["raw"] = raw()
-		if c.ConfigOverride != nil {
-			m["config_override"] = c.ConfigOverride
-		}
+		m.Raw = raw()
+		m.ConfigOverride = c.ConfigOverride
 	case AuthModeOAuth1:
-		m["oauth_token"], m["oauth_token_secret"], m["raw"] = c.OAuthToken, c.OAuthTokenSecret, raw()
+		m.OAuthToken, m.OAuthTokenSecret, m.Raw = &c.OAuthToken, &c.OAuthTokenSecret, raw()
 	case AuthModeOAuth2CC:
-		m["token"], m["client_id"], m["client_secret"], m["raw"] = c.Token, c.ClientID, c.ClientSecret, raw()
+		m.Token, m.ClientID, m.ClientSecret, m.Raw = &c.Token, &c.ClientID, &c.ClientSecret, raw()
 		exp()
 	case AuthModeAPIKey:
-		m["apiKey"] = c.APIKey
+		m.APIKey = &c.APIKey
 	case AuthModeBasic:
-		m["username"], m["password"] = c.Username, c.Password
+		m.Username, m.Password = &c.Username, &c.Password
 	case AuthModeApp:
-		m["access_token"], m["raw"] = c.AccessToken, raw()
+		m.AccessToken, m.Raw = &c.AccessToken, raw()
 		exp()
-		if c.JWTToken != "" {
-			m["jwtToken"] = c.JWTToken
-		}
+		m.JWTToken = c.JWTToken
 	case AuthModeTBA:
-		m["token_id"], m["token_secret"] = c.TokenID, c.TokenSecret
-		if c.ConfigOverride != nil {
-			m["config_override"] = c.ConfigOverride
-		}
+		m.TokenID, m.TokenSecret = &c.TokenID, &c.TokenSecret
+		m.ConfigOverride = c.ConfigOverride
 	case AuthModeNone:
-		return map[string]any{}
+		return &APICredentialsBody{}
 	}
 	return m
 }
