@@ -442,7 +442,7 @@ func TestNewCatalogErrors(t *testing.T) {
 		})}, "webhook_routing.connection.connection_config_key", "not declared"},
 		{"duplicate names", []*Provider{validProvider("acme"), validProvider("acme")}, "name", "duplicate"},
 		{"alias to unknown", []*Provider{{Name: "a", Alias: "ghost"}}, "alias", `unknown provider "ghost"`},
-		{"alias to itself", []*Provider{{Name: "a", Alias: "a"}}, "alias", `unknown provider "a"`},
+		{"alias to itself", []*Provider{{Name: "a", Alias: "a"}}, "alias", "cannot alias itself"},
 		{"alias cycle", []*Provider{{Name: "a", Alias: "b"}, {Name: "b", Alias: "a"}}, "alias", "alias cycle a -> b -> a"},
 	}
 	for _, tt := range tests {

@@ -424,14 +424,16 @@ func FuzzLoad(f *testing.F) {
 	if b, err := os.ReadFile(filepath.Join("testdata", "nango-providers.yaml")); err == nil {
 		f.Add(b)
 	}
-	if b, err := embeddedProviders.ReadFile("providers/00-popular.yaml"); err == nil {
-		f.Add(b)
-	}
 	for _, s := range []string{
 		"", "providers: []", "providers:\n  - name: a\n    alias: a\n", "a: {alias: a}",
 		"a: &x {alias: b}\nb: *x\n", "a: {token_url: {OAUTH2: 1}, proxy: {headers: {x: [1]}}}",
 		"a: {authorization_params: {x: {y: [1, {z: .nan}]}}}", "a: {connection_config: {b: {order: 1e99}}}",
 		"providers:\n  - name: x\n    display_name: X\n    auth_mode: OAUTH2\n    token_url: '${'\n",
+		"providers:\n  - name: z\n    display_name: Z\n    auth_mode: API_KEY\n    proxy:\n      base_url: 'https://${connectionConfig.s}.z.example || https://z.example'\n" +
+			"      headers: {Authorization: 'Bearer ${apiKey}'}\n      verification: {endpoints: [/me]}\n" +
+			"    connection_config: {s: {type: string, optional: true}}\n    credentials: {apiKey: {type: string, secret: true}}\n" +
+			"    webhook_routing: {signature: {header: X-Sig, algorithm: HMAC-SHA256, encoding: hex}, connection: {path: a.b, connection_config_key: s}}\n" +
+			"  - {name: y, alias: z, display_name: Y}\n",
 	} {
 		f.Add([]byte(s))
 	}

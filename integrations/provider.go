@@ -10,12 +10,11 @@ import (
 	"strings"
 )
 
-// The auth modes a provider may declare, the values of Provider.AuthMode.
-// They are those of Nango's providers.yaml, so data and wire forms stay
-// interchangeable. OAUTH2, OAUTH1, OAUTH2_CC, API_KEY,
-// BASIC, APP and NONE are the core modes; TBA, JWT and TWO_STEP are accepted
-// as data so that such providers can be catalogued, whether or not a flow
-// for them is implemented.
+// The auth modes a provider may declare: the values of Provider.AuthMode,
+// spelled as in Nango's providers.yaml so that data and wire forms stay
+// interchangeable. OAUTH2, OAUTH1, OAUTH2_CC, API_KEY, BASIC, APP and NONE
+// are the core modes; TBA, JWT and TWO_STEP are accepted as data so that
+// such providers can be catalogued whether or not a flow implements them.
 const (
 	// AuthModeOAuth2 is the OAuth 2 authorization-code grant, with refresh.
 	AuthModeOAuth2 = "OAUTH2"
@@ -43,15 +42,17 @@ const (
 	AuthModeTwoStep = "TWO_STEP"
 )
 
-var knownAuthModes = []string{
-	AuthModeOAuth2, AuthModeOAuth1, AuthModeOAuth2CC, AuthModeAPIKey, AuthModeBasic,
-	AuthModeApp, AuthModeNone, AuthModeTBA, AuthModeJWT, AuthModeTwoStep,
-}
-
 // KnownAuthMode reports whether mode is one of the AuthMode constants.
 // Providers with another mode (Nango's MCP_OAUTH2, for example) load but do
 // not validate.
-func KnownAuthMode(mode string) bool { return slices.Contains(knownAuthModes, mode) }
+func KnownAuthMode(mode string) bool {
+	switch mode {
+	case AuthModeOAuth2, AuthModeOAuth1, AuthModeOAuth2CC, AuthModeAPIKey, AuthModeBasic,
+		AuthModeApp, AuthModeNone, AuthModeTBA, AuthModeJWT, AuthModeTwoStep:
+		return true
+	}
+	return false
+}
 
 // Token request authentication methods, the values of
 // Provider.TokenRequestAuthMethod.
