@@ -3,6 +3,8 @@ package connect_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -347,4 +349,33 @@ func TestRateLimitShared(t *testing.T) {
 	}
 	a.mustDo(t, 429, req{method: "GET", path: "/integrations"})
 	bB.mustDo(t, 429, req{method: "GET", path: "/integrations"})
+}
+
+func TestProvidersAPI(t *testing.T) {
+	t.Parallel()
+	bu := setup(t, &backend{store: memoryStore()})
+	all := bu.mustDo(t, 200, req{method: "GET", path: "/providers"}).obj()["data"].([]any)
+	if len(all) < 150 {
+		t.Fatalf("%d providers", len(all))
+	}
+	if first := all[0].(map[string]any); first["name"] != "github" {
+		t.Errorf("first provider %v, want the most used first", first["name"])
+	}
+	found := bu.mustDo(t, 200, req{method: "GET", path: "/providers?search=git+hub"}).obj()["data"].([]any)
+	if len(found) == 0 || len(found) >= len(all) || found[0].(map[string]any)["name"] != "github" {
+		t.Errorf("search git hub: %v", found)
+	}
+	gh := bu.mustDo(t, 200, req{method: "GET", path: "/providers/github"}).obj()["data"].(map[string]any)
+	if gh["auth_mode"] != "OAUTH2" || gh["logo_url"] != "https://connect.example.com/providers/github/logo.svg" {
+		t.Errorf("github: auth_mode %v logo %v", gh["auth_mode"], gh["logo_url"])
+	}
+	resp, err := http.Get(bu.srv.URL + "/providers/github/logo.svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(string(body), ">G</text>") {
+		t.Errorf("logo: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
 }

@@ -246,13 +246,15 @@ func (s *Service) APIHandler() http.Handler {
 }
 
 // Handler serves every route of the service: the API-key routes of
-// APIHandler and the unauthenticated GET /health.
+// APIHandler and the unauthenticated GET /health and
+// GET /providers/{provider}/logo.svg.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"result": "ok"})
 	})
+	mux.Handle("GET /providers/{provider}/logo.svg", s.integrations.LogoHandler())
 	return mux
 }
 

@@ -89,7 +89,7 @@ func apiCredentials(c *Credentials) *APICredentials {
 
 func (s *Service) logo(provider string) string {
 	if p, ok := s.catalog.Get(provider); ok {
-		return p.Logo
+		return absolute(s.publicURL, p.LogoURL())
 	}
 	return ""
 }
@@ -133,6 +133,7 @@ func WebhookURL(publicURL, environment, key string) string {
 // Routes registers the provider and integration routes. publicURL is the
 // service's external base URL, used for webhook URLs.
 func (s *Service) Routes(rt *httpapi.Router, publicURL string) {
+	s.publicURL = publicURL
 	rt.Handle(httpapi.Route{Pattern: "GET /providers", Scope: environments.ScopeProvidersRead,
 		Handler: func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
 			q := r.URL.Query()
@@ -148,7 +149,9 @@ func (s *Service) Routes(rt *httpapi.Router, publicURL string) {
 			}
 			data := make([]APIProvider, 0, len(list))
 			for _, p := range list {
-				data = append(data, p.API())
+				a := p.API()
+				a.LogoURL = absolute(publicURL, a.LogoURL)
+				data = append(data, a)
 			}
 			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": data})
 			return nil
@@ -160,7 +163,9 @@ func (s *Service) Routes(rt *httpapi.Router, publicURL string) {
 			if !ok {
 				return store.NotFound("not_found", "The provider %q was not found.", name)
 			}
-			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": p.API()})
+			a := p.API()
+			a.LogoURL = absolute(publicURL, a.LogoURL)
+			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": a})
 			return nil
 		}})
 	rt.Handle(httpapi.Route{Pattern: "GET /integrations", Scope: environments.ScopeIntegrationsRead,

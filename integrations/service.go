@@ -36,6 +36,8 @@ type Service struct {
 	keyring *secret.Keyring
 	log     *oplog.Writer
 	now     func() time.Time
+
+	publicURL string // set by Routes
 }
 
 // NewService is called by connect.New.
