@@ -219,6 +219,15 @@ func connectionIDParam(r *http.Request) (string, error) {
 	return id, nil
 }
 
+// target returns the integration key and connection id a request names.
+func target(r *http.Request) (key, id string, err error) {
+	if id, err = connectionIDParam(r); err != nil {
+		return "", "", err
+	}
+	key, err = integrationKey(r)
+	return key, id, err
+}
+
 // Routes registers the connection routes.
 func (s *Service) Routes(rt *httpapi.Router) {
 	list := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
@@ -263,11 +272,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		return nil
 	}
 	get := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
-		id, err := connectionIDParam(r)
-		if err != nil {
-			return err
-		}
-		key, err := integrationKey(r)
+		key, id, err := target(r)
 		if err != nil {
 			return err
 		}
@@ -380,11 +385,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		}
 	}
 	patch := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
-		id, err := connectionIDParam(r)
-		if err != nil {
-			return err
-		}
-		key, err := integrationKey(r)
+		key, id, err := target(r)
 		if err != nil {
 			return err
 		}
@@ -399,11 +400,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		return nil
 	}
 	del := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
-		id, err := connectionIDParam(r)
-		if err != nil {
-			return err
-		}
-		key, err := integrationKey(r)
+		key, id, err := target(r)
 		if err != nil {
 			return err
 		}
