@@ -150,6 +150,7 @@ func newGetConnectionBench(b *testing.B) *getConnectionBench {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = st.Close() })
 	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
 		RateLimitRequests: -1})
 	if err != nil {

@@ -44,6 +44,11 @@ func postgresBackend(t *testing.T) *backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
 	return &backend{store: st, db: db, schema: schema}
 }
 

@@ -84,6 +84,7 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		if err != nil {
 			return err
 		}
+		defer st.Close()
 		cfg.Store = st
 		if cfg.RateLimitRequests >= 0 {
 			n, w := cfg.RateLimitRequests, cfg.RateLimitWindow

@@ -90,6 +90,17 @@ func connectionJSON(c *connections.Connection) (cfg, md, tags, errs any, err err
 	return
 }
 
+var qCreateConnection = newQuery(`
+	INSERT INTO {s}.connections (environment_id, integration_key, connection_id, provider,
+		connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
+		credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at)
+	SELECT $1::bigint, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::jsonb, $8::text,
+		$9::text, $10::text, $11::timestamptz, $12::jsonb, $13::timestamptz, 1,
+		$14::timestamptz, $15::timestamptz
+	WHERE EXISTS (SELECT 1 FROM {s}.integrations WHERE environment_id = $1 AND unique_key = $2)
+	ON CONFLICT DO NOTHING
+	RETURNING id`)
+
 // CreateConnection stores c, sets its ID and sets Version to 1. A connection
 // with the same (EnvironmentID, IntegrationKey, ConnectionID) is
 // store.ErrConflict; a missing integration is store.ErrNotFound.
@@ -99,16 +110,7 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 		return err
 	}
 	var id int64
-	err = sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`
-		INSERT INTO {s}.connections (environment_id, integration_key, connection_id, provider,
-			connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
-			credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at)
-		SELECT $1::bigint, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::jsonb, $8::text,
-			$9::text, $10::text, $11::timestamptz, $12::jsonb, $13::timestamptz, 1,
-			$14::timestamptz, $15::timestamptz
-		WHERE EXISTS (SELECT 1 FROM {s}.integrations WHERE environment_id = $1 AND unique_key = $2)
-		ON CONFLICT DO NOTHING
-		RETURNING id`),
+	err = s.get(ctx, qCreateConnection, &id,
 		c.EnvironmentID, c.IntegrationKey, c.ConnectionID, c.Provider, cfg, md, tags,
 		c.WebhookURLOverride, c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs,
 		c.LastFetchedAt, c.CreatedAt, c.UpdatedAt)
@@ -126,12 +128,13 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 	return nil
 }
 
+var qGetConnection = newPreparedQuery(`SELECT ` + connectionColumns + ` FROM {s}.connections
+	WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`)
+
 // GetConnection returns the connection or store.ErrNotFound.
 func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error) {
 	var r connectionRow
-	err := sqlx.GetContext(ctx, s.ext(ctx), &r, s.sql(`SELECT `+connectionColumns+` FROM {s}.connections
-		WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`),
-		environmentID, integrationKey, connectionID)
+	err := s.get(ctx, qGetConnection, &r, environmentID, integrationKey, connectionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("connection %q", connectionID)
 	}
@@ -140,6 +143,10 @@ func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrat
 	}
 	return r.connection()
 }
+
+// qListConnections is completed with the conditions, order and limits of
+// each call.
+var qListConnections = newQuery(`SELECT ` + connectionColumns + ` FROM {s}.connections`)
 
 // ListConnections returns the connections matching f ordered by ID. An
 // EnvironmentID of 0 matches every environment (for maintenance jobs; API
@@ -171,10 +178,10 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 	if limit <= 0 {
 		limit = DefaultConnectionsLimit
 	}
-	query := `SELECT ` + connectionColumns + ` FROM {s}.connections` + w.String() +
+	query := s.text(qListConnections) + w.String() +
 		` ORDER BY id LIMIT ` + w.arg(limit) + ` OFFSET ` + w.arg(max(f.Offset, 0))
 	var rows []connectionRow
-	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(query), w.args...); err != nil {
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, query, w.args...); err != nil {
 		return nil, dbErr(ctx, "list connections", err, nil)
 	}
 	out := make([]*connections.Connection, 0, len(rows))
@@ -188,6 +195,18 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 	return out, nil
 }
 
+var (
+	qUpdateConnection = newPreparedQuery(`
+	UPDATE {s}.connections SET provider = $4, connection_config = $5, metadata = $6, tags = $7,
+		webhook_url_override = $8, auth_mode = $9, sealed_credentials = $10,
+		credentials_expires_at = $11, errors = $12, last_fetched_at = $13, updated_at = $14,
+		version = version + 1
+	WHERE id = $1 AND environment_id = $2 AND version = $3
+	RETURNING version`)
+	qConnectionExists = newQuery(`SELECT EXISTS (SELECT 1 FROM {s}.connections
+	WHERE id = $1 AND environment_id = $2)`)
+)
+
 // UpdateConnection replaces every field but the identity, ID and CreatedAt of
 // the connection of c.EnvironmentID with c.ID when its stored Version equals
 // c.Version, then sets c.Version to the next version. A stale version is
@@ -198,19 +217,12 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 		return err
 	}
 	var version int64
-	err = sqlx.GetContext(ctx, s.ext(ctx), &version, s.sql(`
-		UPDATE {s}.connections SET provider = $4, connection_config = $5, metadata = $6, tags = $7,
-			webhook_url_override = $8, auth_mode = $9, sealed_credentials = $10,
-			credentials_expires_at = $11, errors = $12, last_fetched_at = $13, updated_at = $14,
-			version = version + 1
-		WHERE id = $1 AND environment_id = $2 AND version = $3
-		RETURNING version`),
+	err = s.get(ctx, qUpdateConnection, &version,
 		c.ID, c.EnvironmentID, c.Version, c.Provider, cfg, md, tags, c.WebhookURLOverride,
 		c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs, c.LastFetchedAt, c.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		var exists bool
-		err := sqlx.GetContext(ctx, s.ext(ctx), &exists, s.sql(`SELECT EXISTS (SELECT 1 FROM {s}.connections
-			WHERE id = $1 AND environment_id = $2)`), c.ID, c.EnvironmentID)
+		err := s.get(ctx, qConnectionExists, &exists, c.ID, c.EnvironmentID)
 		if err != nil {
 			return dbErr(ctx, "update connection", err, nil)
 		}
@@ -226,11 +238,12 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 	return nil
 }
 
+var qDeleteConnection = newQuery(`DELETE FROM {s}.connections
+	WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`)
+
 // DeleteConnection deletes the connection or returns store.ErrNotFound.
 func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
-	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.connections
-		WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`),
-		environmentID, integrationKey, connectionID)
+	res, err := s.exec(ctx, qDeleteConnection, environmentID, integrationKey, connectionID)
 	if err != nil {
 		return dbErr(ctx, "delete connection", err, nil)
 	}
@@ -240,11 +253,13 @@ func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integ
 	return nil
 }
 
+var qCountConnections = newPreparedQuery(`SELECT count(*) FROM {s}.connections
+	WHERE environment_id = $1 AND integration_key = $2`)
+
 // CountConnections returns how many connections the integration has.
 func (s *Store) CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error) {
 	var n int
-	err := sqlx.GetContext(ctx, s.ext(ctx), &n, s.sql(`SELECT count(*) FROM {s}.connections
-		WHERE environment_id = $1 AND integration_key = $2`), environmentID, integrationKey)
+	err := s.get(ctx, qCountConnections, &n, environmentID, integrationKey)
 	if err != nil {
 		return 0, dbErr(ctx, "count connections", err, nil)
 	}

@@ -8,6 +8,8 @@
 //
 //	if err := postgres.Migrate(ctx, db, nil); err != nil { ... } // once, at start-up
 //	s, err := postgres.New(db, nil)
+//	...
+//	defer s.Close() // before db.Close
 //
 // # Migrations
 //
@@ -37,6 +39,26 @@
 // Timestamps are timestamptz and round-trip exactly to the microsecond;
 // they come back in UTC. Plaintext Credentials and Custom fields are never
 // written; their Sealed* counterparts are stored verbatim.
+//
+// # Prepared statements
+//
+// The hottest queries (GetConnection, UpdateConnection, CountConnections,
+// GetIntegration, GetEnvironment, GetEnvironmentByName, GetAPIKeyByHash) run
+// through prepared statements: each is prepared on the *sql.DB by its first
+// call outside a transaction, then database/sql prepares it on each pooled
+// connection that runs it. A call takes one round trip instead of two
+// (Parse and Describe, then Bind and Execute), Postgres parses it once per
+// connection, and after a few calls it may reuse a generic plan. Inside [Store.WithTx] a statement already prepared is bound to the
+// transaction; one not prepared yet runs unprepared, as every other query
+// does. [Store.Close] closes the statements.
+//
+// Set [Options.DisablePreparedStatements] behind PgBouncer in transaction
+// or statement pooling mode, where server-side prepared statements do not
+// survive from one transaction to the next. Create the Store after
+// [Migrate]: a migration that changes the columns a prepared statement
+// returns makes it fail ("cached plan must not change result type") on the
+// connections where it was prepared. Every query names its tables with the
+// schema, so the connections' search_path does not matter.
 //
 // # Transactions
 //

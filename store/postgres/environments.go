@@ -67,6 +67,13 @@ func envArgs(env *environments.Environment) ([]any, error) {
 		settings, ui, env.CallbackURL, env.CreatedAt, env.UpdatedAt}, nil
 }
 
+var qCreateEnvironment = newQuery(`
+	INSERT INTO {s}.environments (account, name, webhook_urls, sealed_webhook_signing_key,
+		webhook_settings, connect_ui, callback_url, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	ON CONFLICT DO NOTHING
+	RETURNING id`)
+
 // CreateEnvironment stores env and sets its ID. A duplicate Name is
 // store.ErrConflict.
 func (s *Store) CreateEnvironment(ctx context.Context, env *environments.Environment) error {
@@ -75,12 +82,7 @@ func (s *Store) CreateEnvironment(ctx context.Context, env *environments.Environ
 		return err
 	}
 	var id int64
-	err = sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`
-		INSERT INTO {s}.environments (account, name, webhook_urls, sealed_webhook_signing_key,
-			webhook_settings, connect_ui, callback_url, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT DO NOTHING
-		RETURNING id`), args...)
+	err = s.get(ctx, qCreateEnvironment, &id, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return conflict("environment %q", env.Name)
 	}
@@ -91,20 +93,26 @@ func (s *Store) CreateEnvironment(ctx context.Context, env *environments.Environ
 	return nil
 }
 
+var (
+	qGetEnvironment       = newPreparedQuery(`SELECT ` + envColumns + ` FROM {s}.environments WHERE id = $1`)
+	qGetEnvironmentByName = newPreparedQuery(`SELECT ` + envColumns + ` FROM {s}.environments WHERE name = $1`)
+	qListEnvironments     = newQuery(`SELECT ` + envColumns + ` FROM {s}.environments ORDER BY id`)
+)
+
 // GetEnvironment returns the environment with the id, or store.ErrNotFound.
 func (s *Store) GetEnvironment(ctx context.Context, id int64) (*environments.Environment, error) {
-	return s.getEnvironment(ctx, "id = $1", id)
+	return s.getEnvironment(ctx, qGetEnvironment, id)
 }
 
 // GetEnvironmentByName returns the environment with the name, or
 // store.ErrNotFound.
 func (s *Store) GetEnvironmentByName(ctx context.Context, name string) (*environments.Environment, error) {
-	return s.getEnvironment(ctx, "name = $1", name)
+	return s.getEnvironment(ctx, qGetEnvironmentByName, name)
 }
 
-func (s *Store) getEnvironment(ctx context.Context, cond string, arg any) (*environments.Environment, error) {
+func (s *Store) getEnvironment(ctx context.Context, q *query, arg any) (*environments.Environment, error) {
 	var r envRow
-	err := sqlx.GetContext(ctx, s.ext(ctx), &r, s.sql(`SELECT `+envColumns+` FROM {s}.environments WHERE `+cond), arg)
+	err := s.get(ctx, q, &r, arg)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("environment %v", arg)
 	}
@@ -117,7 +125,7 @@ func (s *Store) getEnvironment(ctx context.Context, cond string, arg any) (*envi
 // ListEnvironments returns every environment ordered by ID.
 func (s *Store) ListEnvironments(ctx context.Context) ([]*environments.Environment, error) {
 	var rows []envRow
-	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(`SELECT `+envColumns+` FROM {s}.environments ORDER BY id`)); err != nil {
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.text(qListEnvironments)); err != nil {
 		return nil, dbErr(ctx, "list environments", err, nil)
 	}
 	out := make([]*environments.Environment, 0, len(rows))
@@ -131,6 +139,13 @@ func (s *Store) ListEnvironments(ctx context.Context) ([]*environments.Environme
 	return out, nil
 }
 
+var qUpdateEnvironment = newQuery(`
+	UPDATE {s}.environments SET account = $1, name = $2, webhook_urls = $3,
+		sealed_webhook_signing_key = $4, webhook_settings = $5, connect_ui = $6,
+		callback_url = $7, updated_at = $9
+	WHERE id = $8
+		AND NOT EXISTS (SELECT 1 FROM {s}.environments o WHERE o.name = $2 AND o.id <> $8)`)
+
 // UpdateEnvironment replaces every field of the environment with env.ID but
 // ID and CreatedAt. A missing environment is store.ErrNotFound; a Name used
 // by another environment is store.ErrConflict.
@@ -141,12 +156,7 @@ func (s *Store) UpdateEnvironment(ctx context.Context, env *environments.Environ
 	}
 	// args[7] is created_at, which does not change; $8 is reused for the id.
 	args[7] = env.ID
-	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`
-		UPDATE {s}.environments SET account = $1, name = $2, webhook_urls = $3,
-			sealed_webhook_signing_key = $4, webhook_settings = $5, connect_ui = $6,
-			callback_url = $7, updated_at = $9
-		WHERE id = $8
-			AND NOT EXISTS (SELECT 1 FROM {s}.environments o WHERE o.name = $2 AND o.id <> $8)`), args...)
+	res, err := s.exec(ctx, qUpdateEnvironment, args...)
 	if err != nil {
 		return dbErr(ctx, "update environment", err, nil)
 	}
@@ -159,16 +169,18 @@ func (s *Store) UpdateEnvironment(ctx context.Context, env *environments.Environ
 	return conflict("environment %q", env.Name)
 }
 
+var qCreateAPIKey = newQuery(`
+	INSERT INTO {s}.api_keys (environment_id, name, hash, hint, scopes, created_at)
+	SELECT $1::bigint, $2::text, $3::bytea, $4::text, $5::text[], $6::timestamptz
+	WHERE EXISTS (SELECT 1 FROM {s}.environments WHERE id = $1)
+	ON CONFLICT DO NOTHING
+	RETURNING id`)
+
 // CreateAPIKey stores key and sets its ID. A duplicate Hash is
 // store.ErrConflict; a missing environment is store.ErrNotFound.
 func (s *Store) CreateAPIKey(ctx context.Context, key *environments.APIKey) error {
 	var id int64
-	err := sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`
-		INSERT INTO {s}.api_keys (environment_id, name, hash, hint, scopes, created_at)
-		SELECT $1::bigint, $2::text, $3::bytea, $4::text, $5::text[], $6::timestamptz
-		WHERE EXISTS (SELECT 1 FROM {s}.environments WHERE id = $1)
-		ON CONFLICT DO NOTHING
-		RETURNING id`),
+	err := s.get(ctx, qCreateAPIKey, &id,
 		key.EnvironmentID, key.Name, key.Hash, key.Hint, pq.StringArray(key.Scopes), key.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.GetEnvironment(ctx, key.EnvironmentID); err != nil {
@@ -207,10 +219,16 @@ func (r *apiKeyRow) apiKey() *environments.APIKey {
 	}
 }
 
+var (
+	qGetAPIKeyByHash = newPreparedQuery(`SELECT ` + apiKeyColumns + ` FROM {s}.api_keys WHERE hash = $1`)
+	qListAPIKeys     = newQuery(`SELECT ` + apiKeyColumns + ` FROM {s}.api_keys WHERE environment_id = $1 ORDER BY id`)
+	qDeleteAPIKey    = newQuery(`DELETE FROM {s}.api_keys WHERE environment_id = $1 AND id = $2`)
+)
+
 // GetAPIKeyByHash returns the key with the hash, or store.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (*environments.APIKey, error) {
 	var r apiKeyRow
-	err := sqlx.GetContext(ctx, s.ext(ctx), &r, s.sql(`SELECT `+apiKeyColumns+` FROM {s}.api_keys WHERE hash = $1`), hash)
+	err := s.get(ctx, qGetAPIKeyByHash, &r, hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("api key")
 	}
@@ -223,7 +241,7 @@ func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (*environments
 // ListAPIKeys returns the keys of an environment ordered by ID.
 func (s *Store) ListAPIKeys(ctx context.Context, environmentID int64) ([]*environments.APIKey, error) {
 	var rows []apiKeyRow
-	err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(`SELECT `+apiKeyColumns+` FROM {s}.api_keys WHERE environment_id = $1 ORDER BY id`), environmentID)
+	err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.text(qListAPIKeys), environmentID)
 	if err != nil {
 		return nil, dbErr(ctx, "list api keys", err, nil)
 	}
@@ -237,7 +255,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, environmentID int64) ([]*enviro
 // DeleteAPIKey deletes a key of the environment, or returns
 // store.ErrNotFound.
 func (s *Store) DeleteAPIKey(ctx context.Context, environmentID, id int64) error {
-	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.api_keys WHERE environment_id = $1 AND id = $2`), environmentID, id)
+	res, err := s.exec(ctx, qDeleteAPIKey, environmentID, id)
 	if err != nil {
 		return dbErr(ctx, "delete api key", err, nil)
 	}
@@ -246,6 +264,17 @@ func (s *Store) DeleteAPIKey(ctx context.Context, environmentID, id int64) error
 	}
 	return nil
 }
+
+var (
+	qLockEnvironment = newQuery(`SELECT id FROM {s}.environments WHERE id = $1 FOR NO KEY UPDATE`)
+	qDeleteVariables = newQuery(`DELETE FROM {s}.environment_variables WHERE environment_id = $1`)
+	qInsertVariables = newQuery(`
+	INSERT INTO {s}.environment_variables (environment_id, name, sealed_value)
+	SELECT $1, n, v FROM unnest($2::text[], $3::text[]) AS t(n, v)`)
+	qListVariables = newQuery(`
+	SELECT name, sealed_value FROM {s}.environment_variables
+	WHERE environment_id = $1 ORDER BY name`)
+)
 
 // SetVariables replaces every variable of the environment. A missing
 // environment is store.ErrNotFound; two variables with one name are
@@ -263,22 +292,20 @@ func (s *Store) SetVariables(ctx context.Context, environmentID int64, vars []en
 		// Lock the environment row so that concurrent replacements of one
 		// environment's variables run one after the other.
 		var id int64
-		err := sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`SELECT id FROM {s}.environments WHERE id = $1 FOR NO KEY UPDATE`), environmentID)
+		err := s.get(ctx, qLockEnvironment, &id, environmentID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("environment %d", environmentID)
 		}
 		if err != nil {
 			return dbErr(ctx, "set variables", err, nil)
 		}
-		if _, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.environment_variables WHERE environment_id = $1`), environmentID); err != nil {
+		if _, err := s.exec(ctx, qDeleteVariables, environmentID); err != nil {
 			return dbErr(ctx, "set variables", err, nil)
 		}
 		if len(vars) == 0 {
 			return nil
 		}
-		_, err = s.ext(ctx).ExecContext(ctx, s.sql(`
-			INSERT INTO {s}.environment_variables (environment_id, name, sealed_value)
-			SELECT $1, n, v FROM unnest($2::text[], $3::text[]) AS t(n, v)`),
+		_, err = s.exec(ctx, qInsertVariables,
 			environmentID, pq.StringArray(names), pq.StringArray(values))
 		return dbErr(ctx, "set variables", err, store.ErrNotFound)
 	})
@@ -286,9 +313,7 @@ func (s *Store) SetVariables(ctx context.Context, environmentID int64, vars []en
 
 // ListVariables returns the variables of the environment ordered by name.
 func (s *Store) ListVariables(ctx context.Context, environmentID int64) ([]environments.Variable, error) {
-	rows, err := s.ext(ctx).QueryContext(ctx, s.sql(`
-		SELECT name, sealed_value FROM {s}.environment_variables
-		WHERE environment_id = $1 ORDER BY name`), environmentID)
+	rows, err := s.ext(ctx).QueryContext(ctx, s.text(qListVariables), environmentID)
 	if err != nil {
 		return nil, dbErr(ctx, "list variables", err, nil)
 	}

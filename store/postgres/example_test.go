@@ -27,6 +27,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Close the Store's prepared statements before the deferred db.Close.
+	defer s.Close()
 	if err := s.CreateEnvironment(ctx, &environments.Environment{Name: "prod", Account: "default"}); err != nil {
 		log.Fatal(err)
 	}

@@ -48,6 +48,15 @@ func (r *integrationRow) integration() (*integrations.Integration, error) {
 	return in, nil
 }
 
+var qCreateIntegration = newQuery(`
+	INSERT INTO {s}.integrations (environment_id, unique_key, provider, display_name,
+		forward_webhooks, integration_config, sealed_credentials, sealed_custom, created_at, updated_at)
+	SELECT $1::bigint, $2::text, $3::text, $4::text, $5::boolean, $6::jsonb, $7::text, $8::text,
+		$9::timestamptz, $10::timestamptz
+	WHERE EXISTS (SELECT 1 FROM {s}.environments WHERE id = $1)
+	ON CONFLICT DO NOTHING
+	RETURNING id`)
+
 // CreateIntegration stores in and sets its ID. A UniqueKey already used in
 // the environment is store.ErrConflict; a missing environment is
 // store.ErrNotFound.
@@ -57,14 +66,7 @@ func (s *Store) CreateIntegration(ctx context.Context, in *integrations.Integrat
 		return err
 	}
 	var id int64
-	err = sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`
-		INSERT INTO {s}.integrations (environment_id, unique_key, provider, display_name,
-			forward_webhooks, integration_config, sealed_credentials, sealed_custom, created_at, updated_at)
-		SELECT $1::bigint, $2::text, $3::text, $4::text, $5::boolean, $6::jsonb, $7::text, $8::text,
-			$9::timestamptz, $10::timestamptz
-		WHERE EXISTS (SELECT 1 FROM {s}.environments WHERE id = $1)
-		ON CONFLICT DO NOTHING
-		RETURNING id`),
+	err = s.get(ctx, qCreateIntegration, &id,
 		in.EnvironmentID, in.UniqueKey, in.Provider, in.DisplayName, in.ForwardWebhooks, cfg,
 		in.SealedCredentials, in.SealedCustom, in.CreatedAt, in.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -80,12 +82,18 @@ func (s *Store) CreateIntegration(ctx context.Context, in *integrations.Integrat
 	return nil
 }
 
+var (
+	qGetIntegration = newPreparedQuery(`SELECT ` + integrationColumns + ` FROM {s}.integrations
+	WHERE environment_id = $1 AND unique_key = $2`)
+	qListIntegrations = newQuery(`SELECT ` + integrationColumns + ` FROM {s}.integrations
+	WHERE environment_id = $1 ORDER BY id`)
+)
+
 // GetIntegration returns the integration of the environment with the key, or
 // store.ErrNotFound.
 func (s *Store) GetIntegration(ctx context.Context, environmentID int64, uniqueKey string) (*integrations.Integration, error) {
 	var r integrationRow
-	err := sqlx.GetContext(ctx, s.ext(ctx), &r, s.sql(`SELECT `+integrationColumns+` FROM {s}.integrations
-		WHERE environment_id = $1 AND unique_key = $2`), environmentID, uniqueKey)
+	err := s.get(ctx, qGetIntegration, &r, environmentID, uniqueKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("integration %q", uniqueKey)
 	}
@@ -98,8 +106,7 @@ func (s *Store) GetIntegration(ctx context.Context, environmentID int64, uniqueK
 // ListIntegrations returns the environment's integrations ordered by ID.
 func (s *Store) ListIntegrations(ctx context.Context, environmentID int64) ([]*integrations.Integration, error) {
 	var rows []integrationRow
-	err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(`SELECT `+integrationColumns+` FROM {s}.integrations
-		WHERE environment_id = $1 ORDER BY id`), environmentID)
+	err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.text(qListIntegrations), environmentID)
 	if err != nil {
 		return nil, dbErr(ctx, "list integrations", err, nil)
 	}
@@ -114,6 +121,22 @@ func (s *Store) ListIntegrations(ctx context.Context, environmentID int64) ([]*i
 	return out, nil
 }
 
+var (
+	qUpdateIntegration = newQuery(`
+	UPDATE {s}.integrations AS i SET unique_key = $3, provider = $4, display_name = $5,
+		forward_webhooks = $6, integration_config = $7, sealed_credentials = $8,
+		sealed_custom = $9, updated_at = $10
+	WHERE i.id = $1 AND i.environment_id = $2
+		AND NOT EXISTS (SELECT 1 FROM {s}.integrations o
+			WHERE o.environment_id = $2 AND o.unique_key = $3 AND o.id <> $1)
+		AND (i.unique_key = $3 OR NOT EXISTS (SELECT 1 FROM {s}.connections c
+			WHERE c.environment_id = i.environment_id AND c.integration_key = i.unique_key))`)
+	qIntegrationExists = newQuery(`SELECT EXISTS (SELECT 1 FROM {s}.integrations
+	WHERE id = $1 AND environment_id = $2)`)
+	qDeleteIntegration = newQuery(`DELETE FROM {s}.integrations
+	WHERE environment_id = $1 AND unique_key = $2`)
+)
+
 // UpdateIntegration replaces every field but ID, EnvironmentID and CreatedAt
 // of the integration of in.EnvironmentID with in.ID. A UniqueKey used by
 // another integration is store.ErrConflict, and so is renaming an
@@ -127,15 +150,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integrat
 	// The NOT EXISTS conditions refuse the common conflicts without raising
 	// an error, which would abort an enclosing transaction; the constraints
 	// still catch the races.
-	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`
-		UPDATE {s}.integrations AS i SET unique_key = $3, provider = $4, display_name = $5,
-			forward_webhooks = $6, integration_config = $7, sealed_credentials = $8,
-			sealed_custom = $9, updated_at = $10
-		WHERE i.id = $1 AND i.environment_id = $2
-			AND NOT EXISTS (SELECT 1 FROM {s}.integrations o
-				WHERE o.environment_id = $2 AND o.unique_key = $3 AND o.id <> $1)
-			AND (i.unique_key = $3 OR NOT EXISTS (SELECT 1 FROM {s}.connections c
-				WHERE c.environment_id = i.environment_id AND c.integration_key = i.unique_key))`),
+	res, err := s.exec(ctx, qUpdateIntegration,
 		in.ID, in.EnvironmentID, in.UniqueKey, in.Provider, in.DisplayName, in.ForwardWebhooks, cfg,
 		in.SealedCredentials, in.SealedCustom, in.UpdatedAt)
 	if err != nil {
@@ -145,8 +160,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integrat
 		return nil
 	}
 	var exists bool
-	err = sqlx.GetContext(ctx, s.ext(ctx), &exists, s.sql(`SELECT EXISTS (SELECT 1 FROM {s}.integrations
-		WHERE id = $1 AND environment_id = $2)`), in.ID, in.EnvironmentID)
+	err = s.get(ctx, qIntegrationExists, &exists, in.ID, in.EnvironmentID)
 	if err != nil {
 		return dbErr(ctx, "update integration", err, nil)
 	}
@@ -159,8 +173,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integrat
 // DeleteIntegration deletes the integration and all its connections, or
 // returns store.ErrNotFound.
 func (s *Store) DeleteIntegration(ctx context.Context, environmentID int64, uniqueKey string) error {
-	res, err := s.ext(ctx).ExecContext(ctx, s.sql(`DELETE FROM {s}.integrations
-		WHERE environment_id = $1 AND unique_key = $2`), environmentID, uniqueKey)
+	res, err := s.exec(ctx, qDeleteIntegration, environmentID, uniqueKey)
 	if err != nil {
 		return dbErr(ctx, "delete integration", err, nil)
 	}

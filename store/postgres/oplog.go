@@ -31,6 +31,18 @@ type logRow struct {
 	CreatedAt      time.Time `db:"created_at"`
 }
 
+var (
+	qAppendLog = newQuery(`
+	INSERT INTO {s}.operations_log (id, environment_id, type, operation, status,
+		integration_key, connection_id, message, meta, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	ON CONFLICT DO NOTHING
+	RETURNING id`)
+	// qListLogs is completed with the conditions, order and limit of each
+	// call.
+	qListLogs = newQuery(`SELECT ` + logColumns + ` FROM {s}.operations_log`)
+)
+
 // AppendLog stores e. An ID already stored is store.ErrConflict.
 func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 	meta, err := jsonArg("meta", e.Meta)
@@ -38,12 +50,7 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 		return err
 	}
 	var id string
-	err = sqlx.GetContext(ctx, s.ext(ctx), &id, s.sql(`
-		INSERT INTO {s}.operations_log (id, environment_id, type, operation, status,
-			integration_key, connection_id, message, meta, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT DO NOTHING
-		RETURNING id`),
+	err = s.get(ctx, qAppendLog, &id,
 		e.ID, e.EnvironmentID, e.Type, e.Operation, e.Status, e.IntegrationKey, e.ConnectionID,
 		e.Message, meta, e.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -79,10 +86,10 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 	if limit <= 0 {
 		limit = DefaultLogsLimit
 	}
-	query := `SELECT ` + logColumns + ` FROM {s}.operations_log` + w.String() +
+	query := s.text(qListLogs) + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
 	var rows []logRow
-	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.sql(query), w.args...); err != nil {
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, query, w.args...); err != nil {
 		return nil, dbErr(ctx, "list logs", err, nil)
 	}
 	out := make([]*oplog.Entry, 0, len(rows))

@@ -38,21 +38,37 @@ type Options struct {
 	// persist the timestamps of the records they are given. Defaults to
 	// time.Now.
 	Now func() time.Time
+
+	// DisablePreparedStatements makes the Store send every query unprepared,
+	// as lib/pq does for a query with arguments: an unnamed statement parsed
+	// on every call, in two round trips. Set it when the Store reaches
+	// Postgres through PgBouncer in transaction (or statement) pooling mode,
+	// where a server-side prepared statement does not survive from one
+	// transaction to the next (PgBouncer 1.21 and later can track them when
+	// max_prepared_statements is set).
+	//
+	// By default the Store runs its hottest queries (GetConnection,
+	// UpdateConnection, CountConnections, GetIntegration, GetEnvironment,
+	// GetEnvironmentByName, GetAPIKeyByHash) through statements it prepares
+	// on first use and keeps until [Store.Close]: one round trip per call,
+	// and parsed once per connection rather than on every call.
+	DisablePreparedStatements bool
 }
 
 var schemaPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
 // resolved is Options with defaults applied and the schema validated.
 type resolved struct {
-	schema string // unquoted
-	quoted string // quoted identifier, safe to splice into SQL
-	now    func() time.Time
+	schema     string // unquoted
+	quoted     string // quoted identifier, safe to splice into SQL
+	now        func() time.Time
+	noPrepared bool
 }
 
 func (o *Options) resolve() (resolved, error) {
 	var r resolved
 	if o != nil {
-		r.schema, r.now = o.Schema, o.Now
+		r.schema, r.now, r.noPrepared = o.Schema, o.Now, o.DisablePreparedStatements
 	}
 	if r.schema == "" {
 		r.schema = DefaultSchema
@@ -68,16 +84,26 @@ func (o *Options) resolve() (resolved, error) {
 }
 
 // Store is a connect.Store on Postgres. Create one with [New] after
-// [Migrate] has created its tables. It is safe for concurrent use.
+// [Migrate] has created its tables, and [Store.Close] it before closing the
+// *sql.DB. It is safe for concurrent use.
 type Store struct {
-	raw    *sql.DB
-	db     *sqlx.DB
-	schema string // quoted
+	raw   *sql.DB
+	db    *sqlx.DB
+	sqls  []string   // the text of each query in the schema, by query id
+	stmts *stmtCache // nil when prepared statements are disabled
 }
 
 // New returns a Store on db whose tables live in opts.Schema. It does not
 // touch the database: call [Migrate] first (once per deployment, or at
-// start-up). The caller keeps ownership of db and closes it.
+// start-up). The caller keeps ownership of db and closes it, after
+// [Store.Close].
+//
+// Unless [Options.DisablePreparedStatements] is set, the Store prepares its
+// hot queries on first use and keeps them prepared on the pooled
+// connections. Create it after Migrate has run: Postgres refuses to run a
+// statement prepared before a migration changed the columns it returns
+// ("cached plan must not change result type"). Statements name their tables
+// with the schema, so the connections' search_path does not matter.
 func New(db *sql.DB, opts *Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("postgres: db is nil")
@@ -86,12 +112,11 @@ func New(db *sql.DB, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{raw: db, db: sqlx.NewDb(db, "postgres"), schema: o.quoted}, nil
-}
-
-// sql returns query with every "{s}" replaced by the store's quoted schema.
-func (s *Store) sql(query string) string {
-	return strings.ReplaceAll(query, "{s}", s.schema)
+	s := &Store{raw: db, db: sqlx.NewDb(db, "postgres"), sqls: schemaSQL(o.quoted)}
+	if !o.noPrepared {
+		s.stmts = &stmtCache{lazy: make([]lazyStmt, len(queries))}
+	}
+	return s, nil
 }
 
 type txKey struct{}

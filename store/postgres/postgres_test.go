@@ -29,22 +29,49 @@ var _ connect.Store = (*postgres.Store)(nil)
 // newStore returns a Store in a fresh, migrated schema.
 func newStore(t *testing.T) (*postgres.Store, *sql.DB, string) {
 	t.Helper()
+	return newStoreWith(t, postgres.Options{})
+}
+
+// newStoreWith returns a Store with opts in a fresh, migrated schema, and
+// closes it when the test ends.
+func newStoreWith(t testing.TB, opts postgres.Options) (*postgres.Store, *sql.DB, string) {
+	t.Helper()
 	db, schema := pgtest.Schema(t)
-	opts := &postgres.Options{Schema: schema}
-	if err := postgres.Migrate(t.Context(), db, opts); err != nil {
+	opts.Schema = schema
+	if err := postgres.Migrate(context.Background(), db, &opts); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
+	return openStore(t, db, &opts), db, schema
+}
+
+// openStore returns a Store on db and closes it when the test ends (before
+// its schema is dropped).
+func openStore(t testing.TB, db *sql.DB, opts *postgres.Options) *postgres.Store {
+	t.Helper()
 	s, err := postgres.New(db, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	return s, db, schema
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
 }
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Store {
 		s, _, _ := newStore(t)
+		return s
+	})
+}
+
+func TestConformanceUnprepared(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) storetest.Store {
+		s, _, _ := newStoreWith(t, postgres.Options{DisablePreparedStatements: true})
 		return s
 	})
 }
@@ -290,10 +317,7 @@ func TestStoresInTwoSchemas(t *testing.T) {
 	if err := postgres.Migrate(t.Context(), db, optsB); err != nil {
 		t.Fatal(err)
 	}
-	b, err := postgres.New(db, optsB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openStore(t, db, optsB)
 	ctx := t.Context()
 	if err := a.CreateEnvironment(ctx, &environments.Environment{Name: "dev"}); err != nil {
 		t.Fatal(err)
@@ -301,7 +325,7 @@ func TestStoresInTwoSchemas(t *testing.T) {
 	if _, err := b.GetEnvironmentByName(ctx, "dev"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("store b sees store a's environment: %v", err)
 	}
-	err = a.WithTx(ctx, func(ctx context.Context) error {
+	err := a.WithTx(ctx, func(ctx context.Context) error {
 		if err := b.CreateEnvironment(ctx, &environments.Environment{Name: "in-tx"}); err != nil {
 			return err
 		}

@@ -20,11 +20,12 @@ import (
 // table and a window length must not reuse each other's keys. Rows of past
 // windows are pruned by the limiter at most once per window, and by [Prune].
 type RateLimiter struct {
-	db     *sql.DB
-	schema string
-	now    func() time.Time
-	limit  int
-	window time.Duration
+	db       *sql.DB
+	allowSQL string // in the schema
+	pruneSQL string
+	now      func() time.Time
+	limit    int
+	window   time.Duration
 
 	mu        sync.Mutex
 	lastPrune time.Time
@@ -48,7 +49,17 @@ func NewRateLimiter(db *sql.DB, opts *Options, limit int, window time.Duration) 
 	if limit < 1 || window <= 0 || window%time.Microsecond != 0 {
 		panic(fmt.Sprintf("postgres: NewRateLimiter: limit %d must be positive and window %v a positive multiple of 1µs", limit, window))
 	}
-	return &RateLimiter{db: db, schema: o.quoted, now: o.now, limit: limit, window: window}
+	return &RateLimiter{
+		db: db,
+		allowSQL: `INSERT INTO ` + o.quoted + `.rate_limits AS r (key, window_start, window_end, count)
+			VALUES ($1, $2, $3, 1)
+			ON CONFLICT (key, window_start, window_end) DO UPDATE SET count = r.count + 1
+			RETURNING count`,
+		pruneSQL: `DELETE FROM ` + o.quoted + `.rate_limits WHERE window_end <= $1`,
+		now:      o.now,
+		limit:    limit,
+		window:   window,
+	}
 }
 
 // Allow counts one request of key in the current window and reports whether
@@ -62,11 +73,7 @@ func (l *RateLimiter) Allow(ctx context.Context, key string) (ratelimit.Decision
 		return ratelimit.Decision{}, err
 	}
 	var count int64
-	err := l.db.QueryRowContext(ctx, `
-		INSERT INTO `+l.schema+`.rate_limits AS r (key, window_start, window_end, count)
-		VALUES ($1, $2, $3, 1)
-		ON CONFLICT (key, window_start, window_end) DO UPDATE SET count = r.count + 1
-		RETURNING count`, key, start, end).Scan(&count)
+	err := l.db.QueryRowContext(ctx, l.allowSQL, key, start, end).Scan(&count)
 	if err != nil {
 		return ratelimit.Decision{}, dbErr(ctx, "rate limit", err, nil)
 	}
@@ -95,7 +102,7 @@ func (l *RateLimiter) maybePrune(ctx context.Context, now time.Time) error {
 // Prune deletes the counters of every window that has ended, of every
 // limiter sharing the table, and returns how many it deleted.
 func (l *RateLimiter) Prune(ctx context.Context) (int64, error) {
-	res, err := l.db.ExecContext(ctx, `DELETE FROM `+l.schema+`.rate_limits WHERE window_end <= $1`, l.now())
+	res, err := l.db.ExecContext(ctx, l.pruneSQL, l.now())
 	if err != nil {
 		return 0, dbErr(ctx, "rate limit prune", err, nil)
 	}
