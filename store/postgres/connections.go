@@ -41,6 +41,13 @@ type connectionRow struct {
 	UpdatedAt            time.Time  `db:"updated_at"`
 }
 
+// scanTargets lists the fields in the order of connectionColumns.
+func (r *connectionRow) scanTargets() []any {
+	return []any{&r.ID, &r.EnvironmentID, &r.IntegrationKey, &r.ConnectionID, &r.Provider,
+		&r.ConnectionConfig, &r.Metadata, &r.Tags, &r.WebhookURLOverride, &r.AuthMode, &r.SealedCredentials,
+		&r.CredentialsExpiresAt, &r.Errors, &r.LastFetchedAt, &r.Version, &r.CreatedAt, &r.UpdatedAt}
+}
+
 func (r *connectionRow) connection() (*connections.Connection, error) {
 	c := &connections.Connection{
 		ID:                   r.ID,

@@ -17,6 +17,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/lib/pq/pqerror"
 
+	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/store"
 )
 
@@ -274,6 +275,23 @@ func jsonArg(field string, v any) (any, error) {
 func decodeJSON(field string, b []byte, dst any) error {
 	if b == nil {
 		return nil
+	}
+	// Empty values are common (no tags, no errors): skip the decoder.
+	switch string(b) {
+	case "{}":
+		switch d := dst.(type) {
+		case *map[string]any:
+			*d = map[string]any{}
+			return nil
+		case *map[string]string:
+			*d = map[string]string{}
+			return nil
+		}
+	case "[]":
+		if d, ok := dst.(*[]connections.Error); ok {
+			*d = []connections.Error{}
+			return nil
+		}
 	}
 	if err := json.Unmarshal(b, dst); err != nil {
 		return fmt.Errorf("postgres: decode %s: %w", field, err)

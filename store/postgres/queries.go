@@ -142,10 +142,19 @@ func (s *Store) get(ctx context.Context, q *query, dest any, args ...any) error 
 	if err != nil {
 		return err
 	}
+	// A row type that lists its scan targets skips sqlx's reflection: the
+	// hot reads use it.
+	targets, direct := dest.(interface{ scanTargets() []any })
 	if st == nil {
+		if direct {
+			return s.ext(ctx).QueryRowxContext(ctx, s.sqls[q.id], args...).Scan(targets.scanTargets()...)
+		}
 		return sqlx.GetContext(ctx, s.ext(ctx), dest, s.sqls[q.id], args...)
 	}
 	defer s.release(st, bound)
+	if direct {
+		return st.QueryRowContext(ctx, args...).Scan(targets.scanTargets()...)
+	}
 	return st.GetContext(ctx, dest, args...)
 }
 
