@@ -207,6 +207,18 @@ func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, ge
 		return fmt.Errorf("dev environment: %w", err)
 	}
 	key := getenv("CONNECT_API_KEY")
+	if key == "" {
+		// Generate a key only for a new environment: on a restart against
+		// the same database the key printed the first time still works.
+		existing, err := envs.ListAPIKeys(ctx, env.ID)
+		if err != nil {
+			return err
+		}
+		if len(existing) > 0 {
+			logger.Info("dev environment has API keys already; set CONNECT_API_KEY to add a known one", "keys", len(existing))
+			return setVariables(ctx, svc, env.ID, getenv)
+		}
+	}
 	raw, _, err := envs.CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "default", Secret: key, Scopes: []string{environments.ScopeAll}})
 	switch {
 	case err == nil && key == "":
@@ -217,15 +229,22 @@ func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, ge
 	default:
 		return fmt.Errorf("CONNECT_API_KEY: %w", err)
 	}
-	if v := getenv("CONNECT_DEV_ENV_VARS"); v != "" {
-		var vars map[string]string
-		if err := json.Unmarshal([]byte(v), &vars); err != nil {
-			return fmt.Errorf("CONNECT_DEV_ENV_VARS must be a JSON object of strings: %w", err)
-		}
-		if err := envs.SetVariables(ctx, env.ID, vars); err != nil {
-			return fmt.Errorf("CONNECT_DEV_ENV_VARS: %w", err)
-		}
-	}
 	logger.Info("dev environment ready", "environment", env.Name)
+	return setVariables(ctx, svc, env.ID, getenv)
+}
+
+// setVariables sets the dev environment's variables from CONNECT_DEV_ENV_VARS.
+func setVariables(ctx context.Context, svc *connect.Service, envID int64, getenv func(string) string) error {
+	v := getenv("CONNECT_DEV_ENV_VARS")
+	if v == "" {
+		return nil
+	}
+	var vars map[string]string
+	if err := json.Unmarshal([]byte(v), &vars); err != nil {
+		return fmt.Errorf("CONNECT_DEV_ENV_VARS must be a JSON object of strings: %w", err)
+	}
+	if err := svc.Environments().SetVariables(ctx, envID, vars); err != nil {
+		return fmt.Errorf("CONNECT_DEV_ENV_VARS: %w", err)
+	}
 	return nil
 }
