@@ -439,7 +439,7 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 64<<10 {
-			t.Skip("input too large")
+			return // the loaders cap input far above this; large inputs only slow the fuzzer
 		}
 		for _, loader := range []func([]byte) ([]*Provider, error){
 			func(b []byte) ([]*Provider, error) { return Load(bytes.NewReader(b)) },
