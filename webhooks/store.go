@@ -1,0 +1,66 @@
+package webhooks
+
+import (
+	"context"
+	"time"
+)
+
+// Delivery statuses.
+const (
+	StatusPending   = "pending"
+	StatusDelivered = "delivered"
+	StatusFailed    = "failed"
+)
+
+// Delivery is one webhook to one destination URL: the outbox record. Its ID
+// is sent as the delivery id header and stays the same across attempts.
+type Delivery struct {
+	ID            string
+	EnvironmentID int64
+	// EventID groups the deliveries of one event (one per destination).
+	EventID string
+	// Type is the webhook type: auth, sync, async_action or forward.
+	Type           string
+	IntegrationKey string
+	ConnectionID   string
+	URL            string
+	// Body is the exact JSON that is signed and sent.
+	Body []byte
+	// Status is pending, delivered or failed.
+	Status string
+	// Attempts counts the POSTs made so far.
+	Attempts int
+	// LastStatusCode is the HTTP status of the last attempt (0 for a
+	// network error).
+	LastStatusCode int
+	// LastError describes the last failure; never a secret.
+	LastError   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	DeliveredAt *time.Time
+}
+
+// DeliveryFilter selects deliveries of one environment. Zero fields match
+// anything.
+type DeliveryFilter struct {
+	EnvironmentID int64
+	Status        string
+	ConnectionID  string
+	// Limit caps the result; 0 means 100. Newest first.
+	Limit int
+}
+
+// Store is what the webhooks package needs from storage.
+type Store interface {
+	// CreateDeliveries stores the deliveries. IDs are set by the caller
+	// and unique (a duplicate is ErrConflict).
+	CreateDeliveries(ctx context.Context, ds ...*Delivery) error
+	// GetDelivery returns a delivery by id, or ErrNotFound.
+	GetDelivery(ctx context.Context, id string) (*Delivery, error)
+	// UpdateDelivery replaces the mutable fields (Status, Attempts,
+	// LastStatusCode, LastError, UpdatedAt, DeliveredAt) of the delivery
+	// with d.ID, or returns ErrNotFound.
+	UpdateDelivery(ctx context.Context, d *Delivery) error
+	// ListDeliveries returns matching deliveries, newest first.
+	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
+}
