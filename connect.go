@@ -16,8 +16,11 @@ import (
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/internal/secret"
+	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/ratelimit"
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
 )
 
 // EncryptionKey is one key of the keyring that seals secrets at rest.
@@ -75,6 +78,37 @@ type Config struct {
 
 	// Now returns the current time. Defaults to time.Now; tests set it.
 	Now func() time.Time
+
+	// Scheduler runs background jobs: webhook deliveries. Defaults to an
+	// in-process jobs.Memory whose queue is lost when the process exits;
+	// when the Store implements store.CommitHooker (store/memory and
+	// store/postgres do), a job enqueued in a transaction is queued only
+	// once it commits. With store/postgres, pass
+	// postgres.NewScheduler(db, opts, cfg) instead: jobs are then rows
+	// inserted in the same transaction as the change that caused them,
+	// they survive restarts, and every instance on the database shares
+	// them. Its JobTimeout must cover a whole delivery (1 + Retries
+	// attempts of Webhooks.Timeout plus backoff): set it to 2 minutes or
+	// more with the default Webhooks. New registers the webhook delivery
+	// handler on it; Start and Stop start and stop it.
+	Scheduler jobs.Scheduler
+
+	// Notifier receives events (connection created, refresh failed, sync
+	// finished, provider webhook forwarded) in the transaction of the
+	// change. Defaults to the webhook notifier, which stores signed
+	// webhooks for the environment's URLs in the outbox and delivers them
+	// through Scheduler. A host may replace it, for example to publish
+	// events to its own queue.
+	Notifier webhooks.Notifier
+
+	// Webhooks tunes webhook delivery: retries (default 2), backoff
+	// (default 100 ms, doubling), per-attempt timeout (default 20 s) and
+	// the HTTP client (default: no redirects followed).
+	Webhooks webhooks.DeliveryConfig
+
+	// WebhookFrom is the "from" of webhook bodies. Defaults to "nango", so
+	// that receivers written for Nango keep working.
+	WebhookFrom string
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -96,6 +130,10 @@ type Service struct {
 	environments *environments.Service
 	integrations *integrations.Service
 	connections  *connections.Service
+
+	scheduler jobs.Scheduler
+	notifier  webhooks.Notifier
+	deliverer *webhooks.Deliverer
 
 	mu      sync.Mutex
 	started bool
@@ -171,6 +209,9 @@ func New(cfg Config) (*Service, error) {
 	s.environments = environments.NewService(cfg.Store, keyring, cfg.Now, ttl)
 	s.integrations = integrations.NewService(cfg.Store, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections = connections.NewService(cfg.Store, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
+	if err := s.setupWebhooks(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -188,22 +229,35 @@ func (s *Service) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry,
 	return s.log.List(ctx, f)
 }
 
-// Start starts background work. It returns at once; Stop ends the work.
+// Start starts background work (the Scheduler, which delivers webhooks). It
+// returns at once; Stop ends the work. Webhooks are stored in the outbox
+// whether or not the Service is started, and delivered once it is.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return errors.New("connect: Service already started")
 	}
+	if err := s.scheduler.Start(ctx); err != nil {
+		return fmt.Errorf("connect: start scheduler: %w", err)
+	}
 	s.started = true
 	return nil
 }
 
-// Stop stops background work, waiting for it within ctx's deadline.
+// Stop stops background work, waiting for running jobs within ctx's
+// deadline; jobs still running then are interrupted and run again after
+// the next Start (or by another instance sharing a Postgres scheduler).
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.started {
+		return nil
+	}
 	s.started = false
+	if err := s.scheduler.Stop(ctx); err != nil {
+		return fmt.Errorf("connect: stop scheduler: %w", err)
+	}
 	return nil
 }
 
@@ -246,8 +300,9 @@ func (s *Service) APIHandler() http.Handler {
 }
 
 // Handler serves every route of the service: the API-key routes of
-// APIHandler and the unauthenticated GET /health and
-// GET /providers/{provider}/logo.svg.
+// APIHandler and the unauthenticated GET /health,
+// GET /providers/{provider}/logo.svg and POST /webhook/{environment}/{integration}
+// (providers' webhooks, verified by the provider's signature).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
@@ -255,7 +310,37 @@ func (s *Service) Handler() http.Handler {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"result": "ok"})
 	})
 	mux.Handle("GET /providers/{provider}/logo.svg", s.integrations.LogoHandler())
+	mux.Handle(webhooks.IncomingPattern, s.incomingHandler())
 	return mux
+}
+
+// incomingHandler receives providers' webhooks and forwards them through the
+// Notifier.
+func (s *Service) incomingHandler() http.Handler {
+	return webhooks.IncomingHandler(webhooks.IncomingConfig{
+		Environments: s.environments,
+		Integrations: s.integrations,
+		Providers:    s.cfg.Providers,
+		Connections: webhooks.ConnectionListerFunc(func(ctx context.Context, envID int64, key string, limit, offset int) ([]webhooks.RoutableConnection, error) {
+			cs, err := s.store.ListConnections(ctx, connections.Filter{EnvironmentID: envID, IntegrationKeys: []string{key},
+				Page: store.Page{Limit: limit, Offset: offset}})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]webhooks.RoutableConnection, len(cs))
+			for i, c := range cs {
+				out[i] = webhooks.RoutableConnection{ConnectionID: c.ConnectionID, ConnectionConfig: c.ConnectionConfig}
+			}
+			return out, nil
+		}),
+		Notifier:   s.notifier,
+		Transactor: s.store,
+		Log:        s.log,
+		Logger:     s.logger,
+		Limiter:    s.limiter,
+		PublicURL:  s.cfg.PublicURL,
+		Now:        s.cfg.Now,
+	})
 }
 
 func (s *Service) registerAPI(mux *http.ServeMux) {
@@ -272,4 +357,122 @@ func (s *Service) registerAPI(mux *http.ServeMux) {
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
 	}))
+}
+
+// setupWebhooks builds the Scheduler, the webhook Notifier and Deliverer,
+// and registers the delivery handler.
+func (s *Service) setupWebhooks() error {
+	cfg := s.cfg
+	if err := cfg.Webhooks.Validate(); err != nil {
+		return fmt.Errorf("connect: Config.Webhooks: %w", err)
+	}
+	s.scheduler = cfg.Scheduler
+	if s.scheduler == nil {
+		opts := jobs.MemoryOptions{Now: cfg.Now, Logger: cfg.Logger}
+		if h, ok := cfg.Store.(store.CommitHooker); ok {
+			opts.Hooker = h
+		}
+		s.scheduler = jobs.NewMemory(opts)
+	}
+	s.deliverer = webhooks.NewDeliverer(webhooks.DelivererConfig{
+		Delivery:   cfg.Webhooks,
+		Store:      cfg.Store,
+		SigningKey: s.webhookSigningKey,
+		Log:        s.log,
+		Transactor: cfg.Store,
+		Now:        cfg.Now,
+	})
+	if err := s.scheduler.Register(webhooks.JobKind, s.deliverer.Handle); err != nil {
+		return fmt.Errorf("connect: register the webhook delivery job: %w", err)
+	}
+	s.notifier = cfg.Notifier
+	if s.notifier == nil {
+		s.notifier = webhooks.NewNotifier(webhooks.NotifierConfig{
+			Environments: cfg.Store,
+			Overrides: webhooks.OverrideGetterFunc(func(ctx context.Context, envID int64, integrationKey, connectionID string) (string, error) {
+				c, err := cfg.Store.GetConnection(ctx, envID, integrationKey, connectionID)
+				if err != nil {
+					return "", err
+				}
+				return c.WebhookURLOverride, nil
+			}),
+			Store:      cfg.Store,
+			Scheduler:  s.scheduler,
+			Transactor: cfg.Store,
+			Log:        s.log,
+			From:       cfg.WebhookFrom,
+			Now:        cfg.Now,
+		})
+	}
+	return nil
+}
+
+// webhookSigningKey opens the signing key of an environment.
+func (s *Service) webhookSigningKey(ctx context.Context, envID int64) (string, error) {
+	env, err := s.store.GetEnvironment(ctx, envID)
+	if err != nil {
+		return "", err
+	}
+	return s.environments.WebhookSigningKey(env)
+}
+
+// Notify hands an event to the Notifier (Config.Notifier, by default the
+// webhook notifier). Call it with the context of the transaction of the
+// change that caused the event (see Store.WithTx): with the default
+// Notifier, the webhooks exist if and only if that transaction commits.
+func (s *Service) Notify(ctx context.Context, e webhooks.Event) error {
+	return s.notifier.Notify(ctx, e)
+}
+
+// ListWebhookDeliveries lists webhook deliveries, newest first: for
+// example the failed ones of an environment, with
+// webhooks.DeliveryFilter{EnvironmentID: id, Status: webhooks.StatusFailed}.
+// A zero EnvironmentID lists every environment. Limit defaults to 100 and
+// is at most 1000.
+func (s *Service) ListWebhookDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	return s.store.ListDeliveries(ctx, f)
+}
+
+// ResendWebhook sends a failed (or delivered) webhook again, to the same URL
+// with the same body and delivery id: it makes the delivery pending with a
+// fresh attempt budget and enqueues its job, in one transaction. A pending
+// delivery is ErrConflict (it is being delivered); an unknown id is
+// ErrNotFound.
+func (s *Service) ResendWebhook(ctx context.Context, deliveryID string) error {
+	return s.store.WithTx(ctx, func(ctx context.Context) error {
+		d, err := s.store.GetDelivery(ctx, deliveryID)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.NotFound("webhook_delivery_not_found", "No webhook delivery %q.", deliveryID)
+		}
+		if err != nil {
+			return err
+		}
+		if d.Status == webhooks.StatusPending {
+			return store.Conflict("webhook_delivery_pending", "Webhook delivery %q is still pending.", deliveryID)
+		}
+		previous := d.Status
+		d.Status = webhooks.StatusPending
+		d.Attempts = 0
+		d.DeliveredAt = nil
+		d.UpdatedAt = s.cfg.Now().UTC().Truncate(time.Microsecond)
+		if err := s.store.UpdateDelivery(ctx, d); err != nil {
+			return err
+		}
+		if err := s.scheduler.Enqueue(ctx, webhooks.NewJob(d.ID)); err != nil {
+			return fmt.Errorf("connect: enqueue webhook delivery: %w", err)
+		}
+		_, err = s.log.Record(ctx, &oplog.Entry{
+			EnvironmentID:  d.EnvironmentID,
+			Type:           "webhook",
+			Operation:      "resend",
+			IntegrationKey: d.IntegrationKey,
+			ConnectionID:   d.ConnectionID,
+			Message:        fmt.Sprintf("%s webhook queued again (was %s)", d.Type, previous),
+			Meta:           map[string]any{"delivery_id": d.ID, "event_id": d.EventID, "previous_status": previous},
+		})
+		return err
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/webhooks"
 )
 
 // Store holds all persistent state of a Service. It is composed of the small
@@ -18,4 +19,5 @@ type Store interface {
 	integrations.Store
 	connections.Store
 	oplog.Store
+	webhooks.Store
 }

@@ -1,13 +1,3 @@
-// Package jobs defines the Scheduler: the part of connect that runs
-// background jobs (webhook deliveries now; sync runs, async actions and
-// sweeps later) and decides when and where.
-//
-// Two implementations exist: [Memory], an in-process scheduler for the
-// memory store, and the Postgres one built on River
-// (postgres.NewScheduler), where a job inserted with a context from
-// Store.WithTx is part of that transaction: it exists if and only if the
-// transaction commits, and a fleet of processes on one database runs each
-// job once.
 package jobs
 
 import (

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -50,6 +51,10 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	}
 
 	keys, err := encryptionKeys(getenv)
+	if err != nil {
+		return err
+	}
+	hooks, err := webhookSettings(getenv)
 	if err != nil {
 		return err
 	}
@@ -96,6 +101,15 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 			}
 			cfg.RateLimiter = postgres.NewRateLimiter(db, nil, n, w)
 		}
+		// Webhook deliveries are jobs in the database: enqueued in the
+		// transaction of the change that caused them, kept across
+		// restarts, shared by every instance. A delivery job makes up to 3
+		// attempts of up to 20 s each: give it 2 minutes.
+		sched, err := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{Logger: logger, JobTimeout: 2 * time.Minute})
+		if err != nil {
+			return err
+		}
+		cfg.Scheduler = sched
 		logger.Info("using Postgres store")
 	} else {
 		cfg.Store = memory.New()
@@ -128,7 +142,7 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		}
 		logger.Info("re-encrypted secrets under the primary key", "values", n)
 	}
-	if err := setupDev(ctx, svc, logger, getenv); err != nil {
+	if err := setupDev(ctx, svc, logger, getenv, hooks); err != nil {
 		return err
 	}
 	if err := svc.Start(ctx); err != nil {
@@ -196,8 +210,47 @@ func splitList(s string) []string {
 	return out
 }
 
-// setupDev creates the dev environment and its full-access API key.
-func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, getenv func(string) string) error {
+// devWebhooks is the webhook configuration of the dev environment from
+// CONNECT_WEBHOOK_URLS and CONNECT_WEBHOOK_SIGNING_KEY; nil fields are left
+// as they are.
+type devWebhooks struct {
+	urls *[]string
+	key  *string
+}
+
+// webhookSettings reads and validates CONNECT_WEBHOOK_URLS (comma-separated,
+// at most two absolute http(s) URLs) and CONNECT_WEBHOOK_SIGNING_KEY (at
+// least 16 characters).
+func webhookSettings(getenv func(string) string) (devWebhooks, error) {
+	var h devWebhooks
+	if v := getenv("CONNECT_WEBHOOK_URLS"); v != "" {
+		urls := splitList(v)
+		if len(urls) > environments.MaxWebhookURLs {
+			return h, fmt.Errorf("CONNECT_WEBHOOK_URLS has %d URLs; at most %d", len(urls), environments.MaxWebhookURLs)
+		}
+		for _, u := range urls {
+			p, err := url.Parse(u)
+			if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+				return h, fmt.Errorf("CONNECT_WEBHOOK_URLS: %q is not an absolute http or https URL", u)
+			}
+		}
+		if err := environments.ValidateWebhookURLs(urls); err != nil {
+			return h, fmt.Errorf("CONNECT_WEBHOOK_URLS: %w", err)
+		}
+		h.urls = &urls
+	}
+	if v := getenv("CONNECT_WEBHOOK_SIGNING_KEY"); v != "" {
+		if len(v) < 16 {
+			return h, errors.New("CONNECT_WEBHOOK_SIGNING_KEY must be at least 16 characters")
+		}
+		h.key = &v
+	}
+	return h, nil
+}
+
+// setupDev creates the dev environment and its full-access API key, and
+// applies the webhook settings.
+func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, getenv func(string) string, hooks devWebhooks) error {
 	envs := svc.Environments()
 	env, err := envs.GetByName(ctx, "dev")
 	if errors.Is(err, store.ErrNotFound) {
@@ -205,6 +258,12 @@ func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, ge
 	}
 	if err != nil {
 		return fmt.Errorf("dev environment: %w", err)
+	}
+	if hooks.urls != nil || hooks.key != nil {
+		if env, err = envs.Update(ctx, env.ID, environments.UpdateInput{WebhookURLs: hooks.urls, WebhookSigningKey: hooks.key}); err != nil {
+			return fmt.Errorf("dev environment webhooks: %w", err)
+		}
+		logger.Info("dev environment webhooks configured", "urls", len(env.WebhookURLs), "signing_key_set", hooks.key != nil)
 	}
 	key := getenv("CONNECT_API_KEY")
 	if key == "" {

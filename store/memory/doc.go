@@ -23,5 +23,14 @@
 // with the context fn receives: a call made with another context waits for
 // the transaction to end and therefore deadlocks if fn waits for it.
 //
+// [Store.AfterCommit] (store.CommitHooker) queues a function to run once the
+// outermost transaction commits, and never if it rolls back; outside a
+// transaction it runs the function at once. jobs.Memory uses it, through
+// MemoryOptions.Hooker, so that a job enqueued in a transaction exists only
+// if the transaction commits.
+//
+// Webhook delivery bodies are kept byte for byte, as the Postgres store keeps
+// them in a bytea column.
+//
 // State is lost when the process exits.
 package memory

@@ -9,6 +9,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/webhooks"
 )
 
 // Store is an in-memory connect.Store. Use [New] to create one; the zero
@@ -53,6 +54,8 @@ type data struct {
 	// logs are kept in append order; logIDs holds their IDs.
 	logs   []*oplog.Entry
 	logIDs map[string]struct{}
+	// deliveries are the webhook deliveries by ID.
+	deliveries map[string]*webhooks.Delivery
 }
 
 func newData() *data {
@@ -64,6 +67,7 @@ func newData() *data {
 		conns:        map[int64]*connections.Connection{},
 		connIndex:    map[connKey]int64{},
 		logIDs:       map[string]struct{}{},
+		deliveries:   map[string]*webhooks.Delivery{},
 	}
 }
 
@@ -79,6 +83,7 @@ func (d *data) snapshot() *data {
 	c.connIndex = maps.Clone(d.connIndex)
 	c.logs = d.logs[:len(d.logs):len(d.logs)]
 	c.logIDs = maps.Clone(d.logIDs)
+	c.deliveries = maps.Clone(d.deliveries)
 	return &c
 }
 
@@ -91,6 +96,9 @@ type tx struct {
 	s    *Store
 	mu   sync.Mutex
 	done bool
+	// afterCommit are the functions AfterCommit queued, in order; guarded
+	// by mu.
+	afterCommit []func()
 }
 
 // lock acquires the right to read and write s.d for one call: the
@@ -122,6 +130,9 @@ func (s *Store) acquire(ctx context.Context) (release func(), err error) {
 // WithTx runs fn atomically. It holds the store's lock until fn returns, and
 // restores the state it found when fn returns an error or panics. A WithTx
 // called with a context of a transaction of s joins it.
+//
+// Once the transaction has committed and the lock is released, WithTx runs
+// the functions queued by [Store.AfterCommit], in order, before it returns.
 func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if t, ok := ctx.Value(txKey{}).(*tx); ok && t.s == s {
 		t.mu.Lock()
@@ -131,9 +142,19 @@ func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) 
 			return fn(ctx)
 		}
 	}
+	hooks, err := s.runTx(ctx, fn)
+	for _, h := range hooks {
+		h()
+	}
+	return err
+}
+
+// runTx runs fn in a new transaction and returns, when it commits, the
+// functions queued by AfterCommit.
+func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context) error) (hooks []func(), err error) {
 	release, err := s.acquire(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer release()
 	snap := s.d.snapshot()
@@ -142,14 +163,40 @@ func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) 
 	defer func() {
 		t.mu.Lock()
 		t.done = true
+		if committed {
+			hooks = t.afterCommit
+		}
+		t.afterCommit = nil
 		t.mu.Unlock()
 		if !committed {
 			s.d = snap
 		}
 	}()
 	if err := fn(context.WithValue(ctx, txKey{}, t)); err != nil {
-		return err
+		return nil, err
 	}
 	committed = true
-	return nil
+	return nil, nil
+}
+
+// AfterCommit runs fn once the transaction of ctx has committed, and never
+// if it rolls back. In a transaction, fn is queued and run by the outermost
+// WithTx after the commit, once the store's lock is released (so fn may
+// call the Store), in the goroutine that called WithTx and before WithTx
+// returns. Outside a transaction, or with the context of a transaction that
+// has ended, AfterCommit runs fn at once.
+//
+// It implements store.CommitHooker, which in-process schedulers use so that a
+// job enqueued in a transaction exists only if the transaction commits.
+func (s *Store) AfterCommit(ctx context.Context, fn func()) {
+	if t, ok := ctx.Value(txKey{}).(*tx); ok && t.s == s {
+		t.mu.Lock()
+		if !t.done {
+			t.afterCommit = append(t.afterCommit, fn)
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+	}
+	fn()
 }

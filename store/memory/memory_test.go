@@ -17,7 +17,10 @@ import (
 	"github.com/embedauth/connect/store/storetest"
 )
 
-var _ connect.Store = (*memory.Store)(nil)
+var (
+	_ connect.Store      = (*memory.Store)(nil)
+	_ store.CommitHooker = (*memory.Store)(nil)
+)
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
@@ -129,5 +132,65 @@ func TestTransactionContextFromGoroutines(t *testing.T) {
 	}
 	if len(envs) != 10 {
 		t.Errorf("got %d environments, want 10", len(envs))
+	}
+}
+
+// The memory Store runs AfterCommit functions after the outermost commit,
+// never after a rollback, and at once outside a transaction.
+func TestAfterCommit(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	ctx := t.Context()
+	var got []string
+	st.AfterCommit(ctx, func() { got = append(got, "outside") })
+	err := st.WithTx(ctx, func(ctx context.Context) error {
+		st.AfterCommit(ctx, func() { got = append(got, "rolled back") })
+		return errors.New("roll back")
+	})
+	if err == nil {
+		t.Fatal("WithTx returned nil")
+	}
+	var kept context.Context
+	err = st.WithTx(ctx, func(ctx context.Context) error {
+		kept = ctx
+		st.AfterCommit(ctx, func() {
+			got = append(got, "first")
+			// The store's lock is released: fn may use the Store.
+			if _, err := st.ListEnvironments(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+		err := st.WithTx(ctx, func(ctx context.Context) error {
+			st.AfterCommit(ctx, func() { got = append(got, "nested") })
+			return nil
+		})
+		if len(got) != 1 {
+			t.Errorf("the nested WithTx ran hooks: %v", got)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.AfterCommit(kept, func() { got = append(got, "ended tx") })
+	want := []string{"outside", "first", "nested", "ended tx"}
+	if len(got) != len(want) {
+		t.Fatalf("ran %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ran %v, want %v", got, want)
+		}
+	}
+	// A panic rolls back and runs nothing.
+	func() {
+		defer func() { _ = recover() }()
+		_ = st.WithTx(ctx, func(ctx context.Context) error {
+			st.AfterCommit(ctx, func() { got = append(got, "panicked") })
+			panic("boom")
+		})
+	}()
+	if len(got) != len(want) {
+		t.Errorf("a panicking transaction ran its hooks: %v", got)
 	}
 }

@@ -14,9 +14,12 @@
 // # Migrations
 //
 // [Migrate] applies the embedded migrations (migrations/NNN_name.up.sql) that
-// the schema's schema_migrations table does not list, in one transaction
-// under an advisory lock. It is idempotent and safe to call from several
-// processes at once. [New] never migrates.
+// the schema's schema_migrations table does not list, in one transaction,
+// then River's migrations that River's river_migration table does not list,
+// each in a transaction of its own, all on one connection under a
+// session-level advisory lock (per schema). It is idempotent and safe to
+// call from several processes at once. [New] and [NewScheduler] never
+// migrate.
 //
 // # Tables
 //
@@ -35,6 +38,14 @@
 //   - operations_log: text id primary key; indexes for each filter, newest
 //     first.
 //   - rate_limits: the counters of [RateLimiter].
+//   - webhook_deliveries: the outbox of outgoing webhooks; text id primary
+//     key; environment_id references environments, ON DELETE CASCADE; body
+//     bytea, so that the signed bytes come back exactly; indexes for
+//     listing by environment, by environment and status, and by environment
+//     and connection, newest first.
+//   - river_job, river_leader, river_queue, river_migration,
+//     river_notification (and River's river_job_state type and functions):
+//     the job queue of [Scheduler], created by River's own migrations.
 //
 // Timestamps are timestamptz and round-trip exactly to the microsecond;
 // they come back in UTC. Plaintext Credentials and Custom fields are never
@@ -64,10 +75,52 @@
 //
 // [Store.WithTx] carries its *sql.Tx in the context; every Store method uses
 // it when present, and [TxFromContext] hands it to the host, for example to
-// enqueue a job in the same transaction. Updates are optimistic (UPDATE ...
+// enqueue a job in the same transaction. [Store.AfterCommit]
+// (store.CommitHooker) runs a function once the transaction commits. Updates are optimistic (UPDATE ...
 // WHERE version = $n), never SELECT ... FOR UPDATE. Expected refusals
 // (duplicates, missing parents, stale versions) are detected without raising
 // a database error, so they do not abort an enclosing transaction.
+//
+// # Jobs
+//
+// [NewScheduler] returns a jobs.Scheduler built on River
+// (github.com/riverqueue/river) through its riverdatabasesql driver, on the
+// Store's *sql.DB and schema: one pool serves the Store and the jobs, and
+// River needs no connection of its own beyond short borrows from it.
+//
+//	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{})
+//	sched.Register("webhooks.deliver", deliver)
+//	sched.Start(ctx)
+//	defer sched.Stop(stopCtx)
+//	...
+//	s.WithTx(ctx, func(ctx context.Context) error {
+//		// ... the Store's writes ...
+//		return sched.Enqueue(ctx, jobs.Job{Kind: "webhooks.deliver", Args: args})
+//	})
+//
+// Enqueue with a context from [Store.WithTx] inserts the jobs in that
+// transaction, with River's InsertManyTx, so they exist if and only if it
+// commits. Every process of a fleet runs a Scheduler on the same schema,
+// and River hands each job to one of them.
+//
+// River is configured as follows. Every job is one River kind,
+// "connect_job", in River's default queue, whose arguments carry the job's
+// Kind and Args (as jsonb); one River worker dispatches it to the handler
+// registered for its Kind. The database/sql driver has no LISTEN, so River
+// runs in poll-only mode: each process looks for due jobs every
+// SchedulerConfig.FetchPollInterval (1 second by default), and a job
+// enqueued by this process outside a transaction is fetched at once. River
+// records outcomes in batches, at least every 250 ms. JobTimeout (1 minute
+// by default) cancels a job's context; RescueStuckJobsAfter (JobTimeout plus
+// 1 minute by default) is when River, on the elected leader process, makes a
+// job whose process died available again. MaxAttempts, RunAt, Snooze and
+// Cancel map to River's InsertOpts.MaxAttempts, InsertOpts.ScheduledAt,
+// JobSnooze and JobCancel; a RunAt at most 5 seconds ahead is inserted
+// available (not scheduled) so that it starts on time rather than at
+// River's next 5-second scheduling pass. A job cancelled by Stop is snoozed
+// for zero seconds (River's advice for shutdown), so the attempt does not
+// count. River deletes completed and cancelled jobs after 24 hours and
+// discarded (failed) ones after 7 days.
 //
 // # Errors
 //

@@ -10,6 +10,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +129,9 @@ type txState struct {
 	db   *sql.DB
 	tx   *sqlx.Tx
 	done atomic.Bool // set once the transaction has ended
+
+	mu          sync.Mutex
+	afterCommit []func() // queued by AfterCommit; guarded by mu
 }
 
 // liveTx returns the transaction of ctx when it belongs to db and has not
@@ -162,7 +166,8 @@ func (s *Store) ext(ctx context.Context) sqlx.ExtContext {
 }
 
 // WithTx runs fn in a transaction (READ COMMITTED) and commits it when fn
-// returns nil; otherwise, or when fn panics, it rolls it back. Store calls
+// returns nil; otherwise, or when fn panics, it rolls it back. After a
+// commit it runs the functions queued by [Store.AfterCommit]. Store calls
 // made with the context fn receives run in the transaction. A WithTx called
 // with that context joins the transaction instead of starting another one.
 //
@@ -196,7 +201,33 @@ func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) 
 	if err := tx.Commit(); err != nil {
 		return dbErr(ctx, "commit", err, nil)
 	}
+	st.done.Store(true)
+	st.mu.Lock()
+	hooks := st.afterCommit
+	st.afterCommit = nil
+	st.mu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
 	return nil
+}
+
+// AfterCommit runs fn once the transaction of ctx (from [Store.WithTx] on
+// this Store's pool) has committed, and never if it rolls back: the
+// outermost WithTx runs the queued functions in order after the commit,
+// before it returns. Outside a transaction, or with the context of one that
+// has ended, AfterCommit runs fn at once. It implements store.CommitHooker.
+func (s *Store) AfterCommit(ctx context.Context, fn func()) {
+	if st, ok := liveTx(ctx, s.raw); ok {
+		st.mu.Lock()
+		if !st.done.Load() {
+			st.afterCommit = append(st.afterCommit, fn)
+			st.mu.Unlock()
+			return
+		}
+		st.mu.Unlock()
+	}
+	fn()
 }
 
 // dbErr wraps err from operation op so that it matches the store sentinel

@@ -26,22 +26,38 @@ import (
 
 var _ connect.Store = (*postgres.Store)(nil)
 
-// newStore returns a Store in a fresh, migrated schema.
+// newStore returns a Store in a fresh schema, migrated without River's
+// tables (see newStoreWith).
 func newStore(t *testing.T) (*postgres.Store, *sql.DB, string) {
 	t.Helper()
 	return newStoreWith(t, postgres.Options{})
 }
 
-// newStoreWith returns a Store with opts in a fresh, migrated schema, and
-// closes it when the test ends.
+// newStoreWith returns a Store with opts in a fresh schema, and closes it
+// when the test ends. The schema is migrated without River's tables, which
+// the Store does not use and which take most of Migrate's time: the
+// conformance suites migrate hundreds of schemas. Tests of the Scheduler and
+// of Migrate use newStoreWithJobs.
 func newStoreWith(t testing.TB, opts postgres.Options) (*postgres.Store, *sql.DB, string) {
 	t.Helper()
 	db, schema := pgtest.Schema(t)
 	opts.Schema = schema
-	if err := postgres.Migrate(context.Background(), db, &opts); err != nil {
+	if err := postgres.MigrateWithoutRiver(t.Context(), db, &opts); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
 	return openStore(t, db, &opts), db, schema
+}
+
+// newStoreWithJobs returns a Store in a fresh schema fully migrated by
+// Migrate, River's tables included.
+func newStoreWithJobs(t testing.TB) (*postgres.Store, *sql.DB, string) {
+	t.Helper()
+	db, schema := pgtest.Schema(t)
+	opts := &postgres.Options{Schema: schema}
+	if err := postgres.Migrate(t.Context(), db, opts); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return openStore(t, db, opts), db, schema
 }
 
 // openStore returns a Store on db and closes it when the test ends (before
@@ -79,7 +95,45 @@ func TestConformanceUnprepared(t *testing.T) {
 // wantTables is every table Migrate creates.
 var wantTables = []string{
 	"api_keys", "connections", "environment_variables", "environments", "integrations",
-	"operations_log", "rate_limits", "schema_migrations",
+	"operations_log", "rate_limits", "river_job", "river_leader", "river_migration",
+	"river_notification", "river_queue", "schema_migrations", "webhook_deliveries",
+}
+
+// wantVersions are the versions of our migrations and of River's.
+var (
+	wantVersions      = []int{1, 2}
+	wantRiverVersions = []int{1, 2, 3, 4, 5, 6, 7}
+)
+
+func versions(ms []appliedMigration) []int {
+	out := []int{}
+	for _, m := range ms {
+		out = append(out, m.Version)
+	}
+	return out
+}
+
+// riverApplied returns River's record of its migrations in schema.
+func riverApplied(t *testing.T, db *sql.DB, schema string) []appliedMigration {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT version, line, created_at FROM `+
+		pq.QuoteIdentifier(schema)+`.river_migration ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []appliedMigration
+	for rows.Next() {
+		var m appliedMigration
+		if err := rows.Scan(&m.Version, &m.Name, &m.AppliedAt); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func tables(t *testing.T, db *sql.DB, schema string) []string {
@@ -134,16 +188,26 @@ func applied(t *testing.T, db *sql.DB, schema string) []appliedMigration {
 
 func TestMigrateTwiceIsNoOp(t *testing.T) {
 	t.Parallel()
-	_, db, schema := newStore(t)
+	_, db, schema := newStoreWithJobs(t)
 	first := applied(t, db, schema)
 	if len(first) == 0 || first[0].Version != 1 || first[0].Name != "init" {
 		t.Fatalf("schema_migrations = %+v, want 001 init first", first)
+	}
+	if d := cmp.Diff(wantVersions, versions(first)); d != "" {
+		t.Errorf("versions (-want +got):\n%s", d)
+	}
+	firstRiver := riverApplied(t, db, schema)
+	if d := cmp.Diff(wantRiverVersions, versions(firstRiver)); d != "" {
+		t.Errorf("River versions (-want +got):\n%s", d)
 	}
 	if err := postgres.Migrate(t.Context(), db, &postgres.Options{Schema: schema}); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}
 	if d := cmp.Diff(first, applied(t, db, schema)); d != "" {
 		t.Errorf("second Migrate changed schema_migrations (-before +after):\n%s", d)
+	}
+	if d := cmp.Diff(firstRiver, riverApplied(t, db, schema)); d != "" {
+		t.Errorf("second Migrate changed river_migration (-before +after):\n%s", d)
 	}
 	if d := cmp.Diff(wantTables, tables(t, db, schema)); d != "" {
 		t.Errorf("tables (-want +got):\n%s", d)
@@ -168,9 +232,11 @@ func TestMigrateConcurrently(t *testing.T) {
 			t.Errorf("Migrate %d: %v", i, err)
 		}
 	}
-	got := applied(t, db, schema)
-	if len(got) != 1 || got[0].Version != 1 {
-		t.Errorf("schema_migrations = %+v, want version 1 once", got)
+	if d := cmp.Diff(wantVersions, versions(applied(t, db, schema))); d != "" {
+		t.Errorf("schema_migrations versions (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantRiverVersions, versions(riverApplied(t, db, schema))); d != "" {
+		t.Errorf("river_migration versions (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(wantTables, tables(t, db, schema)); d != "" {
 		t.Errorf("tables (-want +got):\n%s", d)
@@ -193,17 +259,39 @@ func TestMigrateStaysInItsSchema(t *testing.T) {
 	if d := cmp.Diff(publicBefore, tables(t, db, "public")); d != "" {
 		t.Errorf("Migrate changed the tables of public (-before +after):\n%s", d)
 	}
-	// Indexes and sequences are in the schema too.
+	// Indexes, sequences, River's enum type and functions are in the
+	// schema too.
 	var outside int
 	err := db.QueryRowContext(t.Context(), `
 		SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relname LIKE ANY (ARRAY['connections%', 'integrations%',
-			'environments%', 'api_keys%', 'operations_log%', 'rate_limits%', 'schema_migrations%'])`).Scan(&outside)
+			'environments%', 'api_keys%', 'operations_log%', 'rate_limits%', 'schema_migrations%',
+			'webhook_deliveries%', 'river%'])`).Scan(&outside)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if outside != 0 {
 		t.Errorf("%d relations named like ours are in public", outside)
+	}
+	var types, funcs, typesInSchema, funcsInSchema int
+	err = db.QueryRowContext(t.Context(), `
+		SELECT
+			(SELECT count(*) FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+			 WHERE n.nspname = 'public' AND t.typname LIKE 'river%'),
+			(SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+			 WHERE n.nspname = 'public' AND p.proname LIKE 'river%'),
+			(SELECT count(*) FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+			 WHERE n.nspname = $1 AND t.typname = 'river_job_state'),
+			(SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+			 WHERE n.nspname = $1 AND p.proname LIKE 'river%')`, schema).Scan(&types, &funcs, &typesInSchema, &funcsInSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if types != 0 || funcs != 0 {
+		t.Errorf("public holds %d River types and %d River functions", types, funcs)
+	}
+	if typesInSchema != 1 || funcsInSchema == 0 {
+		t.Errorf("the schema holds %d river_job_state types and %d River functions, want 1 and some", typesInSchema, funcsInSchema)
 	}
 }
 
@@ -400,5 +488,51 @@ func TestStatementCanceled(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// AfterCommit runs after the outermost commit, never after a rollback, and
+// at once outside a transaction; jobs.Memory relies on it as its Hooker.
+func TestAfterCommit(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newStore(t)
+	var _ store.CommitHooker = s
+	ctx := t.Context()
+	var got []string
+	s.AfterCommit(ctx, func() { got = append(got, "outside") })
+	err := s.WithTx(ctx, func(ctx context.Context) error {
+		s.AfterCommit(ctx, func() { got = append(got, "rolled back") })
+		return errors.New("roll back")
+	})
+	if err == nil {
+		t.Fatal("WithTx returned nil")
+	}
+	var kept context.Context
+	err = s.WithTx(ctx, func(ctx context.Context) error {
+		kept = ctx
+		s.AfterCommit(ctx, func() {
+			got = append(got, "first")
+			// The transaction has committed: its writes are visible.
+			if _, err := s.GetEnvironmentByName(context.Background(), "dev"); err != nil {
+				t.Errorf("in AfterCommit: %v", err)
+			}
+		})
+		if err := s.CreateEnvironment(ctx, &environments.Environment{Name: "dev"}); err != nil {
+			return err
+		}
+		return s.WithTx(ctx, func(ctx context.Context) error {
+			s.AfterCommit(ctx, func() { got = append(got, "nested") })
+			if len(got) != 1 {
+				t.Errorf("ran before the commit: %v", got)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AfterCommit(kept, func() { got = append(got, "ended tx") })
+	if want := []string{"outside", "first", "nested", "ended tx"}; !slices.Equal(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
 	}
 }

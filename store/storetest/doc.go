@@ -22,10 +22,10 @@
 // missing records and ErrConflict for duplicates; the rules of integration
 // keys (unique per environment, not renamed while connections use them,
 // deletion cascading to connections); environment isolation; optimistic
-// versions of connections; every ListConnections and ListLogs filter,
-// ordering and pagination; exact round trips (sealed fields verbatim,
+// versions of connections; every ListConnections, ListLogs and
+// ListDeliveries filter, ordering and pagination; exact round trips (sealed fields verbatim,
 // plaintext secrets never persisted, nil versus empty metadata, timestamps to
-// the microsecond); copies that do not alias the store; transactions that
+// the microsecond, webhook bodies byte for byte); copies that do not alias the store; transactions that
 // commit, roll back, nest, read their own writes and survive a call that
 // failed with ErrNotFound or ErrConflict; and concurrent writers.
 //
@@ -40,6 +40,12 @@
 //     the record's EnvironmentID: an ID of another environment is
 //     ErrNotFound.
 //   - AppendLog with an ID already stored is ErrConflict.
+//   - CreateDeliveries stores all of its deliveries or none: an ID already
+//     stored or given twice is ErrConflict, a missing environment
+//     ErrNotFound (reported first). UpdateDelivery finds the delivery by ID
+//     alone. DeliveryFilter.EnvironmentID 0 matches every environment, and
+//     ListDeliveries orders by CreatedAt, then ID, both descending. A body
+//     comes back byte for byte, never nil (an empty body is empty).
 //   - Timestamps are given with microsecond precision, as the services
 //     store them; JSON values (metadata, config, log meta) come back as
 //     encoding/json decodes them (numbers as float64).

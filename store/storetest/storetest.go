@@ -12,6 +12,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/webhooks"
 )
 
 // Store is what the suite tests: every store interface of connect. It has the
@@ -21,6 +22,7 @@ type Store interface {
 	integrations.Store
 	connections.Store
 	oplog.Store
+	webhooks.Store
 }
 
 type test struct {
@@ -42,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Connections", connectionTests},
 		{"ListConnections", listConnectionsTests},
 		{"Logs", logTests},
+		{"Deliveries", deliveryTests},
 		{"Copies", copyTests},
 		{"Tx", txTests},
 		{"Concurrency", concurrencyTests},

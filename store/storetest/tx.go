@@ -9,6 +9,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
 )
 
 var txTests = []test{
@@ -58,6 +59,7 @@ func newFixture(t *testing.T, s Store) fixture {
 		conn: newConn(t, s, env.ID, "github", "u1", nil),
 	}
 	must(t, s.SetVariables(t.Context(), env.ID, []environments.Variable{{Name: "v", SealedValue: "old"}}))
+	must(t, s.CreateDeliveries(t.Context(), newDeliveryValue(env.ID, "fixture", 0)))
 	return f
 }
 
@@ -69,6 +71,7 @@ type snapshot struct {
 	Conns []*connections.Connection
 	Logs  []*oplog.Entry
 	Ins   []string
+	Dels  []*webhooks.Delivery
 }
 
 func takeSnapshot(t *testing.T, s Store, env int64) snapshot {
@@ -85,6 +88,8 @@ func takeSnapshot(t *testing.T, s Store, env int64) snapshot {
 	sn.Conns, err = s.ListConnections(ctx, connections.Filter{})
 	must(t, err)
 	sn.Logs, err = s.ListLogs(ctx, oplog.Filter{})
+	must(t, err)
+	sn.Dels, err = s.ListDeliveries(ctx, webhooks.DeliveryFilter{})
 	must(t, err)
 	ins, err := s.ListIntegrations(ctx, env)
 	must(t, err)
@@ -134,6 +139,13 @@ func writeEverything(ctx context.Context, s Store, f fixture) error {
 		func() error {
 			return s.AppendLog(ctx, &oplog.Entry{ID: "in-tx", EnvironmentID: f.env.ID, Type: "auth",
 				Operation: "create", Status: oplog.StatusSuccess, CreatedAt: ts})
+		},
+		func() error { return s.CreateDeliveries(ctx, newDeliveryValue(f.env.ID, "in-tx", 1)) },
+		func() error {
+			d := newDeliveryValue(f.env.ID, "fixture", 0)
+			d.Status = webhooks.StatusDelivered
+			d.Attempts = 1
+			return s.UpdateDelivery(ctx, d)
 		},
 	} {
 		if err := step(); err != nil {

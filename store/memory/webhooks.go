@@ -1,0 +1,137 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
+)
+
+// DefaultDeliveriesLimit is the number of deliveries ListDeliveries returns
+// when the filter's Limit is 0.
+const DefaultDeliveriesLimit = 100
+
+func copyDelivery(d *webhooks.Delivery) *webhooks.Delivery {
+	c := *d
+	c.Body = slices.Clone(d.Body)
+	if c.Body == nil {
+		c.Body = []byte{}
+	}
+	c.DeliveredAt = copyTime(d.DeliveredAt)
+	return &c
+}
+
+// CreateDeliveries stores the deliveries, all or none. An ID already stored,
+// or given twice, is store.ErrConflict; a missing environment is
+// store.ErrNotFound.
+func (s *Store) CreateDeliveries(ctx context.Context, ds ...*webhooks.Delivery) error {
+	for _, d := range ds {
+		if err := checkText(d); err != nil {
+			return err
+		}
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, d := range ds {
+		if _, ok := s.d.envs[d.EnvironmentID]; !ok {
+			return fmt.Errorf("environment %d: %w", d.EnvironmentID, store.ErrNotFound)
+		}
+	}
+	ids := make(map[string]struct{}, len(ds))
+	for _, d := range ds {
+		_, stored := s.d.deliveries[d.ID]
+		_, twice := ids[d.ID]
+		if stored || twice {
+			return fmt.Errorf("webhook delivery %q: %w", d.ID, store.ErrConflict)
+		}
+		ids[d.ID] = struct{}{}
+	}
+	for _, d := range ds {
+		s.d.deliveries[d.ID] = copyDelivery(d)
+	}
+	return nil
+}
+
+// GetDelivery returns the delivery with the id, or store.ErrNotFound.
+func (s *Store) GetDelivery(ctx context.Context, id string) (*webhooks.Delivery, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	d, ok := s.d.deliveries[id]
+	if !ok {
+		return nil, fmt.Errorf("webhook delivery %q: %w", id, store.ErrNotFound)
+	}
+	return copyDelivery(d), nil
+}
+
+// UpdateDelivery replaces Status, Attempts, LastStatusCode, LastError,
+// UpdatedAt and DeliveredAt of the delivery with d.ID, or returns
+// store.ErrNotFound.
+func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error {
+	if err := checkText(d); err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, ok := s.d.deliveries[d.ID]
+	if !ok {
+		return fmt.Errorf("webhook delivery %q: %w", d.ID, store.ErrNotFound)
+	}
+	c := copyDelivery(old) // stored records are never mutated
+	c.Status = d.Status
+	c.Attempts = d.Attempts
+	c.LastStatusCode = d.LastStatusCode
+	c.LastError = d.LastError
+	c.UpdatedAt = d.UpdatedAt
+	c.DeliveredAt = copyTime(d.DeliveredAt)
+	s.d.deliveries[c.ID] = c
+	return nil
+}
+
+// ListDeliveries returns the deliveries matching f, newest first (by
+// CreatedAt, then by ID, both descending). An EnvironmentID of 0 matches
+// every environment; a Limit of 0 means [DefaultDeliveriesLimit].
+func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var matched []*webhooks.Delivery
+	for _, d := range s.d.deliveries {
+		switch {
+		case f.EnvironmentID != 0 && d.EnvironmentID != f.EnvironmentID,
+			f.Status != "" && d.Status != f.Status,
+			f.ConnectionID != "" && d.ConnectionID != f.ConnectionID:
+			continue
+		}
+		matched = append(matched, d)
+	}
+	slices.SortFunc(matched, func(a, b *webhooks.Delivery) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultDeliveriesLimit
+	}
+	matched = matched[:min(limit, len(matched))]
+	out := make([]*webhooks.Delivery, len(matched))
+	for i, d := range matched {
+		out[i] = copyDelivery(d)
+	}
+	return out, nil
+}

@@ -1,0 +1,254 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/embedauth/connect/webhooks"
+)
+
+// DefaultDeliveriesLimit is the number of deliveries ListDeliveries returns
+// when the filter's Limit is 0.
+const DefaultDeliveriesLimit = 100
+
+const deliveryColumns = `id, environment_id, event_id, type, integration_key, connection_id, url,
+	body, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at`
+
+// deliveryColumnCount is the number of columns in deliveryColumns: the
+// number of parameters per delivery of CreateDeliveries.
+const deliveryColumnCount = 15
+
+// maxDeliveriesPerStatement keeps CreateDeliveries under Postgres's limit of
+// 65535 parameters per statement.
+const maxDeliveriesPerStatement = 1000
+
+type deliveryRow struct {
+	ID             string     `db:"id"`
+	EnvironmentID  int64      `db:"environment_id"`
+	EventID        string     `db:"event_id"`
+	Type           string     `db:"type"`
+	IntegrationKey string     `db:"integration_key"`
+	ConnectionID   string     `db:"connection_id"`
+	URL            string     `db:"url"`
+	Body           []byte     `db:"body"`
+	Status         string     `db:"status"`
+	Attempts       int        `db:"attempts"`
+	LastStatusCode int        `db:"last_status_code"`
+	LastError      string     `db:"last_error"`
+	CreatedAt      time.Time  `db:"created_at"`
+	UpdatedAt      time.Time  `db:"updated_at"`
+	DeliveredAt    *time.Time `db:"delivered_at"`
+}
+
+func (r *deliveryRow) delivery() *webhooks.Delivery {
+	body := r.Body
+	if body == nil {
+		body = []byte{}
+	}
+	return &webhooks.Delivery{
+		ID:             r.ID,
+		EnvironmentID:  r.EnvironmentID,
+		EventID:        r.EventID,
+		Type:           r.Type,
+		IntegrationKey: r.IntegrationKey,
+		ConnectionID:   r.ConnectionID,
+		URL:            r.URL,
+		Body:           body,
+		Status:         r.Status,
+		Attempts:       r.Attempts,
+		LastStatusCode: r.LastStatusCode,
+		LastError:      r.LastError,
+		CreatedAt:      r.CreatedAt.UTC(),
+		UpdatedAt:      r.UpdatedAt.UTC(),
+		DeliveredAt:    utcPtr(r.DeliveredAt),
+	}
+}
+
+var (
+	// qCreateDeliveriesHead and qCreateDeliveriesTail surround the VALUES
+	// rows of one CreateDeliveries statement. The statement inserts every
+	// row or, when one of them has a missing environment or an ID already
+	// stored or given twice, none, without raising an error: a refusal does
+	// not abort an enclosing transaction.
+	qCreateDeliveriesHead = newQuery(`
+	WITH input (` + deliveryColumns + `) AS (VALUES `)
+	qCreateDeliveriesTail = newQuery(`),
+	refused AS (
+		SELECT 1 FROM input i
+		WHERE NOT EXISTS (SELECT 1 FROM {s}.environments e WHERE e.id = i.environment_id)
+			OR EXISTS (SELECT 1 FROM {s}.webhook_deliveries d WHERE d.id = i.id)
+		UNION ALL
+		SELECT 1 FROM input GROUP BY id HAVING count(*) > 1
+	)
+	INSERT INTO {s}.webhook_deliveries (` + deliveryColumns + `)
+	SELECT ` + deliveryColumns + ` FROM input WHERE NOT EXISTS (SELECT 1 FROM refused)`)
+	qGetDelivery = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries WHERE id = $1`)
+	// qListDeliveries is completed with the conditions, order and limit of
+	// each call.
+	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
+	qUpdateDelivery = newQuery(`
+	UPDATE {s}.webhook_deliveries
+	SET status = $2, attempts = $3, last_status_code = $4, last_error = $5, updated_at = $6,
+		delivered_at = $7
+	WHERE id = $1`)
+)
+
+// deliveryValueTypes are the SQL types of the columns of deliveryColumns, in
+// order, for the casts of the VALUES rows.
+var deliveryValueTypes = [deliveryColumnCount]string{
+	"text", "bigint", "text", "text", "text", "text", "text",
+	"bytea", "text", "integer", "integer", "text", "timestamptz", "timestamptz", "timestamptz",
+}
+
+// CreateDeliveries stores the deliveries, all or none. An ID already stored,
+// or given twice, is store.ErrConflict; a missing environment is
+// store.ErrNotFound. Neither aborts an enclosing transaction.
+func (s *Store) CreateDeliveries(ctx context.Context, ds ...*webhooks.Delivery) error {
+	switch {
+	case len(ds) == 0:
+		return nil
+	case len(ds) <= maxDeliveriesPerStatement:
+		return s.createDeliveries(ctx, ds)
+	}
+	// More rows than one statement takes: insert them in several, in a
+	// transaction (the caller's, if any), under a savepoint so that a
+	// refused batch undoes the batches before it.
+	return s.WithTx(ctx, func(ctx context.Context) error {
+		st, _ := liveTx(ctx, s.raw)
+		if _, err := st.tx.ExecContext(ctx, `SAVEPOINT connect_create_deliveries`); err != nil {
+			return dbErr(ctx, "create deliveries: savepoint", err, nil)
+		}
+		for chunk := range slices.Chunk(ds, maxDeliveriesPerStatement) {
+			if err := s.createDeliveries(ctx, chunk); err != nil {
+				if _, rbErr := st.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT connect_create_deliveries`); rbErr != nil {
+					return errors.Join(err, dbErr(ctx, "create deliveries: rollback to savepoint", rbErr, nil))
+				}
+				return err
+			}
+		}
+		_, err := st.tx.ExecContext(ctx, `RELEASE SAVEPOINT connect_create_deliveries`)
+		return dbErr(ctx, "create deliveries: release savepoint", err, nil)
+	})
+}
+
+// createDeliveries inserts ds, at most maxDeliveriesPerStatement, in one
+// statement.
+func (s *Store) createDeliveries(ctx context.Context, ds []*webhooks.Delivery) error {
+	var b strings.Builder
+	b.WriteString(s.text(qCreateDeliveriesHead))
+	args := make([]any, 0, len(ds)*deliveryColumnCount)
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j, typ := range deliveryValueTypes {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d::%s", len(args)+j+1, typ)
+		}
+		b.WriteByte(')')
+		body := d.Body
+		if body == nil {
+			body = []byte{} // the column is NOT NULL; nil would be NULL
+		}
+		args = append(args, d.ID, d.EnvironmentID, d.EventID, d.Type, d.IntegrationKey, d.ConnectionID,
+			d.URL, body, d.Status, d.Attempts, d.LastStatusCode, d.LastError, d.CreatedAt, d.UpdatedAt,
+			utcPtr(d.DeliveredAt))
+	}
+	b.WriteString(s.text(qCreateDeliveriesTail))
+	res, err := s.ext(ctx).ExecContext(ctx, b.String(), args...)
+	if err != nil {
+		return dbErr(ctx, "create deliveries", err, nil)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return dbErr(ctx, "create deliveries", err, nil)
+	}
+	if int(n) == len(ds) {
+		return nil
+	}
+	// Refused: report a missing environment before a duplicate.
+	seen := map[int64]bool{}
+	for _, d := range ds {
+		if seen[d.EnvironmentID] {
+			continue
+		}
+		seen[d.EnvironmentID] = true
+		if _, err := s.GetEnvironment(ctx, d.EnvironmentID); err != nil {
+			return err
+		}
+	}
+	return conflict("webhook delivery: an id is already stored or given twice")
+}
+
+// GetDelivery returns the delivery with the id, or store.ErrNotFound.
+func (s *Store) GetDelivery(ctx context.Context, id string) (*webhooks.Delivery, error) {
+	var r deliveryRow
+	err := s.get(ctx, qGetDelivery, &r, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("webhook delivery %q", id)
+	}
+	if err != nil {
+		return nil, dbErr(ctx, "get webhook delivery", err, nil)
+	}
+	return r.delivery(), nil
+}
+
+// UpdateDelivery replaces Status, Attempts, LastStatusCode, LastError,
+// UpdatedAt and DeliveredAt of the delivery with d.ID, or returns
+// store.ErrNotFound.
+func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error {
+	res, err := s.exec(ctx, qUpdateDelivery, d.ID, d.Status, d.Attempts, d.LastStatusCode, d.LastError,
+		d.UpdatedAt, utcPtr(d.DeliveredAt))
+	if err != nil {
+		return dbErr(ctx, "update webhook delivery", err, nil)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return dbErr(ctx, "update webhook delivery", err, nil)
+	}
+	if n == 0 {
+		return notFound("webhook delivery %q", d.ID)
+	}
+	return nil
+}
+
+// ListDeliveries returns the deliveries matching f, newest first (by
+// CreatedAt, then by ID, both descending). An EnvironmentID of 0 matches
+// every environment; a Limit of 0 means [DefaultDeliveriesLimit].
+func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
+	var w where
+	if f.EnvironmentID != 0 {
+		w.add("environment_id = ?", f.EnvironmentID)
+	}
+	if f.Status != "" {
+		w.add("status = ?", f.Status)
+	}
+	if f.ConnectionID != "" {
+		w.add("connection_id = ?", f.ConnectionID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultDeliveriesLimit
+	}
+	query := s.text(qListDeliveries) + w.String() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
+	var rows []deliveryRow
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, query, w.args...); err != nil {
+		return nil, dbErr(ctx, "list webhook deliveries", err, nil)
+	}
+	out := make([]*webhooks.Delivery, len(rows))
+	for i := range rows {
+		out[i] = rows[i].delivery()
+	}
+	return out, nil
+}

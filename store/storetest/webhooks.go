@@ -1,0 +1,320 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
+)
+
+var deliveryTests = []test{
+	{"CRUD", testDeliveryCRUD},
+	{"NotFound", testDeliveryNotFound},
+	{"Conflict", testDeliveryConflict},
+	{"MissingEnvironment", testDeliveryMissingEnvironment},
+	{"Filters", testDeliveryFilters},
+	{"Limit", testDeliveryLimit},
+	{"ExactBody", testDeliveryExactBody},
+	{"Copies", testDeliveryCopies},
+	{"Tx", testDeliveryTx},
+}
+
+func newDeliveryValue(env int64, id string, created int) *webhooks.Delivery {
+	return &webhooks.Delivery{
+		ID:             id,
+		EnvironmentID:  env,
+		EventID:        "evt-" + id,
+		Type:           webhooks.TypeAuth,
+		IntegrationKey: "github",
+		ConnectionID:   "u1",
+		URL:            "https://hooks.example.com/" + id,
+		Body:           []byte(`{"type":"auth","connectionId":"u1"}`),
+		Status:         webhooks.StatusPending,
+		CreatedAt:      at(created),
+		UpdatedAt:      at(created),
+	}
+}
+
+func testDeliveryCRUD(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	a := newDeliveryValue(env.ID, "d1", 0)
+	b := newDeliveryValue(env.ID, "d2", 0)
+	b.EventID = a.EventID // two destinations of one event
+	b.URL = "https://other.example.com/hook"
+	must(t, s.CreateDeliveries(ctx, a, b))
+	must(t, s.CreateDeliveries(ctx)) // nothing to do
+
+	for _, want := range []*webhooks.Delivery{a, b} {
+		got, err := s.GetDelivery(ctx, want.ID)
+		must(t, err)
+		diff(t, "GetDelivery("+want.ID+")", want, got)
+	}
+
+	delivered := at(5)
+	upd := *a
+	upd.Status = webhooks.StatusDelivered
+	upd.Attempts = 2
+	upd.LastStatusCode = 200
+	upd.LastError = "previous attempt: 502 Bad Gateway"
+	upd.UpdatedAt = at(5)
+	upd.DeliveredAt = &delivered
+	// Fields that UpdateDelivery does not change.
+	upd.URL = "https://ignored.example.com"
+	upd.Body = []byte("ignored")
+	upd.EventID = "ignored"
+	upd.CreatedAt = at(100)
+	must(t, s.UpdateDelivery(ctx, &upd))
+
+	want := *a
+	want.Status = webhooks.StatusDelivered
+	want.Attempts = 2
+	want.LastStatusCode = 200
+	want.LastError = "previous attempt: 502 Bad Gateway"
+	want.UpdatedAt = at(5)
+	want.DeliveredAt = &delivered
+	got, err := s.GetDelivery(ctx, a.ID)
+	must(t, err)
+	diff(t, "GetDelivery after UpdateDelivery", &want, got)
+
+	// DeliveredAt goes back to nil.
+	upd.Status = webhooks.StatusFailed
+	upd.DeliveredAt = nil
+	upd.LastStatusCode = 0
+	must(t, s.UpdateDelivery(ctx, &upd))
+	got, err = s.GetDelivery(ctx, a.ID)
+	must(t, err)
+	if got.DeliveredAt != nil || got.Status != webhooks.StatusFailed || got.LastStatusCode != 0 {
+		t.Errorf("after the second update: %+v", got)
+	}
+	got, err = s.GetDelivery(ctx, b.ID)
+	must(t, err)
+	diff(t, "the other delivery", b, got)
+}
+
+func testDeliveryNotFound(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	_, err := s.GetDelivery(ctx, "nope")
+	wantErr(t, "GetDelivery(missing)", err, store.ErrNotFound)
+	wantErr(t, "UpdateDelivery(missing)", s.UpdateDelivery(ctx, newDeliveryValue(env.ID, "nope", 0)), store.ErrNotFound)
+}
+
+func testDeliveryConflict(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	first := newDeliveryValue(env.ID, "d1", 0)
+	must(t, s.CreateDeliveries(ctx, first))
+
+	dup := newDeliveryValue(env.ID, "d1", 1)
+	dup.URL = "https://second.example.com"
+	wantErr(t, "CreateDeliveries(stored id)", s.CreateDeliveries(ctx, dup), store.ErrConflict)
+	// A batch with one stored ID stores none of its deliveries.
+	wantErr(t, "CreateDeliveries(batch with a stored id)",
+		s.CreateDeliveries(ctx, newDeliveryValue(env.ID, "d2", 1), dup), store.ErrConflict)
+	// So does a batch that gives one ID twice.
+	wantErr(t, "CreateDeliveries(id given twice)",
+		s.CreateDeliveries(ctx, newDeliveryValue(env.ID, "d3", 1), newDeliveryValue(env.ID, "d3", 2)), store.ErrConflict)
+
+	list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID})
+	must(t, err)
+	diff(t, "deliveries after refused creates", []*webhooks.Delivery{first}, list)
+}
+
+func testDeliveryMissingEnvironment(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	err := s.CreateDeliveries(ctx, newDeliveryValue(env.ID, "d1", 0), newDeliveryValue(env.ID+1000, "d2", 0))
+	wantErr(t, "CreateDeliveries(missing environment)", err, store.ErrNotFound)
+	_, err = s.GetDelivery(ctx, "d1")
+	wantErr(t, "GetDelivery(of a refused batch)", err, store.ErrNotFound)
+}
+
+func testDeliveryFilters(t *testing.T, s Store) {
+	ctx := t.Context()
+	a := newEnv(t, s, "a")
+	b := newEnv(t, s, "b")
+	d1 := newDeliveryValue(a.ID, "d1", 0)
+	d2 := newDeliveryValue(a.ID, "d2", 1)
+	d2.Status = webhooks.StatusDelivered
+	d2.ConnectionID = "u2"
+	d3 := newDeliveryValue(a.ID, "d3", 2)
+	d3.Status = webhooks.StatusFailed
+	// Same CreatedAt as d3: the larger ID comes first.
+	d4 := newDeliveryValue(a.ID, "d4", 2)
+	d4.ConnectionID = "" // an event that concerns no connection
+	d4.Type = webhooks.TypeForward
+	d5 := newDeliveryValue(b.ID, "d5", 3)
+	// Created out of time order: ordering is by CreatedAt, not insertion.
+	must(t, s.CreateDeliveries(ctx, d3, d1))
+	must(t, s.CreateDeliveries(ctx, d5))
+	must(t, s.CreateDeliveries(ctx, d4, d2))
+
+	for _, tc := range []struct {
+		name string
+		f    webhooks.DeliveryFilter
+		want []*webhooks.Delivery
+	}{
+		{"environment", webhooks.DeliveryFilter{EnvironmentID: a.ID}, []*webhooks.Delivery{d4, d3, d2, d1}},
+		{"other environment", webhooks.DeliveryFilter{EnvironmentID: b.ID}, []*webhooks.Delivery{d5}},
+		{"every environment", webhooks.DeliveryFilter{}, []*webhooks.Delivery{d5, d4, d3, d2, d1}},
+		{"status", webhooks.DeliveryFilter{EnvironmentID: a.ID, Status: webhooks.StatusPending}, []*webhooks.Delivery{d4, d1}},
+		{"connection", webhooks.DeliveryFilter{EnvironmentID: a.ID, ConnectionID: "u1"}, []*webhooks.Delivery{d3, d1}},
+		{"status and connection", webhooks.DeliveryFilter{EnvironmentID: a.ID, Status: webhooks.StatusFailed,
+			ConnectionID: "u1"}, []*webhooks.Delivery{d3}},
+		{"limit", webhooks.DeliveryFilter{EnvironmentID: a.ID, Limit: 2}, []*webhooks.Delivery{d4, d3}},
+		{"no match", webhooks.DeliveryFilter{EnvironmentID: a.ID, ConnectionID: "nobody"}, []*webhooks.Delivery{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.ListDeliveries(ctx, tc.f)
+			must(t, err)
+			diff(t, fmt.Sprintf("ListDeliveries(%+v)", tc.f), tc.want, got)
+		})
+	}
+}
+
+func testDeliveryLimit(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	const n = 105
+	var ds []*webhooks.Delivery
+	for i := range n {
+		ds = append(ds, newDeliveryValue(env.ID, fmt.Sprintf("d-%03d", i), i))
+	}
+	must(t, s.CreateDeliveries(ctx, ds...))
+	ids := func(f webhooks.DeliveryFilter) []string {
+		t.Helper()
+		list, err := s.ListDeliveries(ctx, f)
+		must(t, err)
+		out := []string{}
+		for _, d := range list {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	var want []string
+	for i := n - 1; i >= n-100; i-- {
+		want = append(want, fmt.Sprintf("d-%03d", i))
+	}
+	diff(t, "default limit of 100, newest first", want, ids(webhooks.DeliveryFilter{EnvironmentID: env.ID}))
+	diff(t, "limit 3", want[:3], ids(webhooks.DeliveryFilter{EnvironmentID: env.ID, Limit: 3}))
+	if got := ids(webhooks.DeliveryFilter{EnvironmentID: env.ID, Limit: 200}); len(got) != n {
+		t.Errorf("limit 200 returned %d deliveries, want %d", len(got), n)
+	}
+}
+
+// testDeliveryExactBody checks that the body comes back byte for byte: it is
+// what was signed, so a store must not re-encode it (as jsonb would).
+func testDeliveryExactBody(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	bodies := map[string][]byte{
+		"whitespace and key order": []byte("{ \"z\" : 1,\n\t\"a\":[1, 2.50, 1e3],  \"a\": \"dup\" }\n"),
+		"escapes and unicode":      []byte(`{"s":"\u00e9\u0000 é \ud83d\ude00 \"q\" \\ \/"}`),
+		"big number":               []byte(`{"n":123456789012345678901234567890.000}`),
+		"not JSON, binary":         {0x00, 0xff, 0xfe, '{', 0x80, '\n'},
+		"empty":                    {},
+	}
+	var ds []*webhooks.Delivery
+	for name, body := range bodies {
+		d := newDeliveryValue(env.ID, name, 0)
+		d.Body = body
+		ds = append(ds, d)
+	}
+	must(t, s.CreateDeliveries(ctx, ds...))
+	for name, body := range bodies {
+		got, err := s.GetDelivery(ctx, name)
+		must(t, err)
+		if string(got.Body) != string(body) {
+			t.Errorf("%s: body came back as %q, want %q", name, got.Body, body)
+		}
+		if got.Body == nil {
+			t.Errorf("%s: body came back nil", name)
+		}
+	}
+	list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID})
+	must(t, err)
+	for _, got := range list {
+		if string(got.Body) != string(bodies[got.ID]) {
+			t.Errorf("ListDeliveries: %s: body came back as %q, want %q", got.ID, got.Body, bodies[got.ID])
+		}
+	}
+}
+
+func testDeliveryCopies(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	d := newDeliveryValue(env.ID, "d1", 0)
+	want := *d
+	want.Body = []byte(string(d.Body))
+	must(t, s.CreateDeliveries(ctx, d))
+	d.Body[0] = 'X'
+
+	got, err := s.GetDelivery(ctx, "d1")
+	must(t, err)
+	diff(t, "delivery after mutating the input", &want, got)
+	got.Body[0] = 'Y'
+	list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{})
+	must(t, err)
+	list[0].Body[0] = 'Z'
+	delivered := at(1)
+	upd := want
+	upd.DeliveredAt = &delivered
+	must(t, s.UpdateDelivery(ctx, &upd))
+	*upd.DeliveredAt = at(99)
+
+	wantDelivered := at(1)
+	want.DeliveredAt = &wantDelivered
+	got, err = s.GetDelivery(ctx, "d1")
+	must(t, err)
+	diff(t, "delivery after mutating inputs and outputs", &want, got)
+}
+
+// testDeliveryTx checks deliveries written in a transaction: visible inside
+// it, gone after a rollback, kept after a commit, and a refused create that
+// leaves the transaction usable.
+func testDeliveryTx(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	stored := newDeliveryValue(env.ID, "stored", 0)
+	must(t, s.CreateDeliveries(ctx, stored))
+
+	err := s.WithTx(ctx, func(ctx context.Context) error {
+		must(t, s.CreateDeliveries(ctx, newDeliveryValue(env.ID, "in-tx", 1)))
+		upd := *stored
+		upd.Status = webhooks.StatusDelivered
+		must(t, s.UpdateDelivery(ctx, &upd))
+		got, err := s.GetDelivery(ctx, "in-tx")
+		must(t, err)
+		if got.ID != "in-tx" {
+			t.Errorf("GetDelivery in tx = %+v", got)
+		}
+		list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID, Status: webhooks.StatusDelivered})
+		must(t, err)
+		if len(list) != 1 || list[0].ID != "stored" {
+			t.Errorf("ListDeliveries in tx = %+v", list)
+		}
+		return errRollback
+	})
+	wantErr(t, "WithTx", err, errRollback)
+	_, err = s.GetDelivery(ctx, "in-tx")
+	wantErr(t, "GetDelivery(rolled back)", err, store.ErrNotFound)
+	got, err := s.GetDelivery(ctx, "stored")
+	must(t, err)
+	diff(t, "delivery after rolled-back update", stored, got)
+
+	must(t, s.WithTx(ctx, func(ctx context.Context) error {
+		wantErr(t, "CreateDeliveries(duplicate) in tx", s.CreateDeliveries(ctx, newDeliveryValue(env.ID, "stored", 1)),
+			store.ErrConflict)
+		wantErr(t, "CreateDeliveries(missing environment) in tx",
+			s.CreateDeliveries(ctx, newDeliveryValue(env.ID+1000, "other", 1)), store.ErrNotFound)
+		wantErr(t, "UpdateDelivery(missing) in tx", s.UpdateDelivery(ctx, newDeliveryValue(env.ID, "nope", 1)),
+			store.ErrNotFound)
+		// The transaction still works.
+		return s.CreateDeliveries(ctx, newDeliveryValue(env.ID, "committed", 2))
+	}))
+	_, err = s.GetDelivery(ctx, "committed")
+	must(t, err)
+}

@@ -1,0 +1,45 @@
+// Package webhooks tells the host's application what happened, with signed
+// HTTP POSTs that receivers written for Nango accept unchanged.
+//
+// # Events and payloads
+//
+// Code that changes something (a connection created, a token refresh that
+// failed, a sync run that finished) calls a [Notifier] with an [Event]
+// whose Payload is an [AuthPayload], [SyncPayload], [AsyncActionPayload]
+// or [ForwardPayload]. Their JSON is that of Nango's webhook bodies,
+// including "from" (default "nango").
+//
+// # The outbox
+//
+// The default Notifier, [WebhookNotifier], checks the environment's
+// WebhookSettings, picks the destinations (a connection's
+// webhook_url_override alone when set, else the environment's one or two
+// URLs), serialises the body once in canonical form ([Canonical]) and stores
+// one [Delivery] per destination with a delivery job (kind [JobKind]), in
+// the caller's transaction: a webhook exists if and only if the change that
+// caused it committed, and it survives a restart.
+//
+// # Delivery
+//
+// [Deliverer.Handle] runs the job: it POSTs the body with the headers of
+// [Sign] and retries non-2xx answers (DeliveryConfig: 2 retries, 100 ms
+// backoff doubling, 20 s per attempt, redirects not followed), honouring a
+// 429's Retry-After. Each attempt is counted in the Delivery and recorded in
+// the operations log. A delivery whose attempts are used up is failed; the
+// host lists and resends those (connect.Service.ListWebhookDeliveries,
+// ResendWebhook).
+//
+// # Verifying
+//
+// Every POST carries X-Svc-Hmac-Sha256 (hex HMAC-SHA256 of the body with the
+// environment's signing key, what Nango's verifyIncomingWebhookRequest
+// checks), the legacy X-Svc-Signature (hex SHA-256 of key ‖ body),
+// X-Svc-Delivery-Id (the same on every attempt), X-Svc-Timestamp and
+// X-Svc-Webhook-Signature: "v1=" and the hex HMAC-SHA256 of
+// "<delivery id>.<timestamp>.<body>", which lets a receiver refuse replays.
+// A Go receiver calls [Verify] on the raw body:
+//
+//	body, _ := io.ReadAll(r.Body)
+//	err := webhooks.Verify(r.Header, body, signingKey, &webhooks.VerifyOptions{Tolerance: 5 * time.Minute})
+//	if err != nil { http.Error(w, "bad signature", http.StatusUnauthorized); return }
+package webhooks

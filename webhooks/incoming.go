@@ -1,0 +1,813 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/ratelimit"
+	"github.com/embedauth/connect/store"
+)
+
+// IncomingPattern is the route IncomingHandler serves.
+const IncomingPattern = "POST /webhook/{environment}/{integration}"
+
+// DefaultIncomingMaxBody is the default limit of an incoming webhook body:
+// 5 MiB.
+const DefaultIncomingMaxBody = 5 << 20
+
+// DefaultIncomingMaxScan is the default number of connections examined to
+// route one incoming webhook when the ConnectionLister has no indexed
+// lookup (see ConnectionFinder).
+const DefaultIncomingMaxScan = 100_000
+
+// incomingPageSize is the page size of the connection scan.
+const incomingPageSize = 1000
+
+// EnvironmentFinder finds an environment by name; *environments.Service
+// implements it. A missing environment is an error matching
+// store.ErrNotFound.
+type EnvironmentFinder interface {
+	GetByName(ctx context.Context, name string) (*environments.Environment, error)
+}
+
+// IntegrationGetter returns an integration with its credentials opened;
+// *integrations.Service implements it. A missing integration is an error
+// matching store.ErrNotFound.
+type IntegrationGetter interface {
+	Get(ctx context.Context, environmentID int64, key string) (*integrations.Integration, error)
+}
+
+// ProviderCatalog finds a provider by name; *integrations.Catalog
+// implements it.
+type ProviderCatalog interface {
+	Get(name string) (*integrations.Provider, bool)
+}
+
+// RoutableConnection is what routing needs of a connection.
+type RoutableConnection struct {
+	ConnectionID     string
+	ConnectionConfig map[string]any
+}
+
+// ConnectionLister lists an integration's connections a page at a time, in
+// a stable order (by creation), for routing incoming webhooks. Over a
+// connections Store it is
+//
+//	st.ListConnections(ctx, connections.Filter{EnvironmentID: environmentID,
+//		IntegrationKeys: []string{integrationKey}, Page: store.Page{Limit: limit, Offset: offset}})
+//
+// mapped to RoutableConnection.
+type ConnectionLister interface {
+	ListRoutableConnections(ctx context.Context, environmentID int64, integrationKey string, limit, offset int) ([]RoutableConnection, error)
+}
+
+// ConnectionListerFunc adapts a function to a ConnectionLister.
+type ConnectionListerFunc func(ctx context.Context, environmentID int64, integrationKey string, limit, offset int) ([]RoutableConnection, error)
+
+// ListRoutableConnections calls f.
+func (f ConnectionListerFunc) ListRoutableConnections(ctx context.Context, environmentID int64, integrationKey string, limit, offset int) ([]RoutableConnection, error) {
+	return f(ctx, environmentID, integrationKey, limit, offset)
+}
+
+// ConnectionFinder is an optional interface of a ConnectionLister that can
+// look connections up by a connection_config value directly (with an
+// index), instead of the handler scanning the integration's connections.
+// It returns the integration's connections whose connection_config[key],
+// as a string (numbers in decimal), is one of values.
+type ConnectionFinder interface {
+	FindConnectionsByConfig(ctx context.Context, environmentID int64, integrationKey, key string, values []string) ([]RoutableConnection, error)
+}
+
+// LogRecorder records operations log entries; *oplog.Writer implements it.
+type LogRecorder interface {
+	Record(ctx context.Context, e *oplog.Entry) (string, error)
+}
+
+// IncomingConfig gives the incoming webhook handler its parts.
+type IncomingConfig struct {
+	// Environments finds the environment named in the path. Required.
+	Environments EnvironmentFinder
+	// Integrations finds the integration, with its webhook secret or client
+	// secret opened. Required.
+	Integrations IntegrationGetter
+	// Connections lists the integration's connections for routing.
+	// Required.
+	Connections ConnectionLister
+	// Providers holds the webhook_routing data. Required.
+	Providers ProviderCatalog
+	// Notifier receives one forward event per matched connection, or one
+	// without a connection when none matched. Required.
+	Notifier Notifier
+	// Transactor, when set, makes the forward events of one delivery
+	// atomic: all are enqueued or none.
+	Transactor store.Transactor
+	// Log records one "webhook"/"incoming" entry per delivery that reached
+	// an integration. Optional.
+	Log LogRecorder
+	// Logger receives server errors. Defaults to discarding them.
+	Logger *slog.Logger
+	// Limiter, when set, limits deliveries per environment account, under
+	// the key "webhook:" + account (apart from the API's budget).
+	Limiter ratelimit.Limiter
+	// PublicURL is the service's external base URL, the one integration
+	// webhook URLs are built on. Signatures that cover the URL (HubSpot)
+	// are checked against PublicURL + "/webhook/{environment}/{integration}"
+	// and the query; without it the URL is rebuilt from the request
+	// (TLS or X-Forwarded-Proto, Host, path), which is wrong behind a proxy
+	// that rewrites the path.
+	PublicURL string
+	// MaxBody limits the body; larger ones are answered 413. Defaults to
+	// DefaultIncomingMaxBody.
+	MaxBody int64
+	// MaxScan bounds the connections examined per delivery when
+	// Connections is not a ConnectionFinder. Defaults to
+	// DefaultIncomingMaxScan. Connections beyond it are not matched; the
+	// log entry then says truncated.
+	MaxScan int
+	// Now defaults to time.Now; it dates signature timestamps.
+	Now func() time.Time
+}
+
+// IncomingHandler returns the handler of POST
+// /webhook/{environment}/{integration}, where providers send their webhooks.
+// It is unauthenticated: the provider's signature, checked as the
+// catalogue's webhook_routing data describes it, is what authenticates a
+// delivery. Mount it at the root of a mux (for example for the pattern
+// "/webhook/"), or under a prefix with http.StripPrefix.
+//
+// For each delivery it finds the environment and integration (404
+// unknown_environment, unknown_provider_config), reads the body (413 beyond
+// MaxBody), verifies the signature when the provider's data describes one
+// (401 invalid_signature, failing closed when the integration has no
+// secret), answers a URL-verification challenge, parses the body when
+// routing needs it (400 invalid_body), matches connections by the
+// connection_config value the data names and, when the integration's
+// ForwardWebhooks is set, gives the Notifier one forward event per matched
+// connection, or one without a connection when none matched. It answers
+// 200 {"success":true} without waiting for delivery.
+//
+// It panics when a required field of cfg is nil.
+func IncomingHandler(cfg IncomingConfig) http.Handler {
+	switch {
+	case cfg.Environments == nil:
+		panic("webhooks: IncomingConfig.Environments is required")
+	case cfg.Integrations == nil:
+		panic("webhooks: IncomingConfig.Integrations is required")
+	case cfg.Connections == nil:
+		panic("webhooks: IncomingConfig.Connections is required")
+	case cfg.Providers == nil:
+		panic("webhooks: IncomingConfig.Providers is required")
+	case cfg.Notifier == nil:
+		panic("webhooks: IncomingConfig.Notifier is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultIncomingMaxBody
+	}
+	if cfg.MaxScan <= 0 {
+		cfg.MaxScan = DefaultIncomingMaxScan
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	h := &incomingHandler{cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc(IncomingPattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h.serve(w, r); err != nil {
+			httpapi.WriteError(w, r, cfg.Logger, httpapi.StyleStandard, err)
+		}
+	})
+	return mux
+}
+
+type incomingHandler struct {
+	cfg IncomingConfig
+}
+
+// incomingRecord is what the log entry of one delivery says.
+type incomingRecord struct {
+	env       *environments.Environment
+	it        *integrations.Integration
+	verified  bool
+	matched   int
+	forwarded int
+	truncated bool
+	challenge bool
+	reason    string
+}
+
+var errInvalidSignature = httpapi.WithStatus(http.StatusUnauthorized,
+	store.Errorf(store.ErrUnauthorized, "invalid_signature", "The webhook signature is missing or invalid."))
+
+func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	envName, key := r.PathValue("environment"), r.PathValue("integration")
+	env, err := h.cfg.Environments.GetByName(ctx, envName)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return store.NotFound("unknown_environment", "The environment %q was not found.", envName)
+		}
+		return err
+	}
+	if err := h.limit(w, r, env); err != nil {
+		return err
+	}
+	it, err := h.cfg.Integrations.Get(ctx, env.ID, key)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return store.NotFound("unknown_provider_config", "The integration %q was not found.", key)
+		}
+		return err
+	}
+	var routing integrations.WebhookRouting
+	if p, ok := h.cfg.Providers.Get(it.Provider); ok && p.WebhookRouting != nil {
+		routing = *p.WebhookRouting
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	d := &incomingRecord{env: env, it: it}
+
+	if sig := routing.Signature; sig != nil {
+		req := SignedRequest{Method: r.Method, URL: h.requestURL(r, envName, key), Header: r.Header, Body: body}
+		if err := VerifyProviderSignature(sig, webhookSecret(sig, it.Credentials), req, h.cfg.Now()); err != nil {
+			d.reason = SignatureReason(err)
+			h.record(ctx, d, oplog.StatusFailure, "Incoming webhook refused: invalid signature ("+d.reason+").")
+			return errInvalidSignature
+		}
+		d.verified = true
+	}
+
+	conn := routing.Connection
+	needJSON := routing.Challenge != nil || (conn != nil && conn.Source != "header")
+	doc, err := parseIncoming(body, r.Header.Get("Content-Type"), needJSON)
+	if err != nil {
+		d.reason = "invalid_body"
+		h.record(ctx, d, oplog.StatusFailure, "Incoming webhook refused: the body is not valid JSON.")
+		return err
+	}
+
+	if c := routing.Challenge; c != nil && !doc.array {
+		if v, ok := lookupPath(doc.value, c.Path); ok {
+			if s, ok := scalarString(v); ok && s == c.Value {
+				d.challenge = true
+				return h.answerChallenge(w, r, d, doc.value, c.ResponsePath)
+			}
+		}
+	}
+
+	var groups []forwardGroup
+	if conn != nil {
+		groups, d.truncated, err = h.route(ctx, r, d, conn, doc)
+		if err != nil {
+			return err
+		}
+	} else {
+		groups = []forwardGroup{{payload: doc.payload}}
+	}
+	for _, g := range groups {
+		if g.connectionID != "" {
+			d.matched++
+		}
+	}
+	if it.ForwardWebhooks {
+		if err := h.forward(ctx, d, groups); err != nil {
+			d.reason = "enqueue_failed"
+			h.record(ctx, d, oplog.StatusFailure, "Incoming webhook could not be forwarded.")
+			return err
+		}
+	}
+	h.record(ctx, d, oplog.StatusSuccess, d.summary())
+	httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"success": true})
+	return nil
+}
+
+func (h *incomingHandler) limit(w http.ResponseWriter, r *http.Request, env *environments.Environment) error {
+	if h.cfg.Limiter == nil {
+		return nil
+	}
+	ctx := r.Context()
+	dec, err := h.cfg.Limiter.Allow(ctx, "webhook:"+env.Account)
+	if err != nil {
+		h.cfg.Logger.WarnContext(ctx, "rate limiter failed; incoming webhook allowed", "err", err)
+		return nil
+	}
+	if dec.Allowed {
+		return nil
+	}
+	secs := max(int(math.Ceil(dec.RetryAfter.Seconds())), 1)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	return httpapi.WithStatus(http.StatusTooManyRequests, store.Errorf(store.ErrRateLimited, "too_many_requests",
+		"Rate limit exceeded; retry after %d seconds.", secs))
+}
+
+func (h *incomingHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	tooLarge := func() error {
+		return httpapi.WithStatus(http.StatusRequestEntityTooLarge, store.Invalid("payload_too_large",
+			fmt.Sprintf("The request body is larger than %d bytes.", h.cfg.MaxBody)))
+	}
+	if r.ContentLength > h.cfg.MaxBody {
+		return nil, tooLarge()
+	}
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge()
+		}
+		return nil, store.Invalid("invalid_body", "The request body could not be read.")
+	}
+	return b, nil
+}
+
+// requestURL is the URL the provider called, for signatures over ${url}.
+func (h *incomingHandler) requestURL(r *http.Request, env, key string) string {
+	var u string
+	if h.cfg.PublicURL != "" {
+		u = integrations.WebhookURL(h.cfg.PublicURL, env, key)
+	} else {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		} else if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); strings.TrimSpace(p) == "https" {
+			scheme = "https"
+		}
+		u = scheme + "://" + r.Host + r.URL.EscapedPath()
+	}
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	return u
+}
+
+// webhookSecret returns the integration secret that keys the provider's
+// signature: the webhook secret, or the client secret when the data says so.
+func webhookSecret(sig *integrations.WebhookSignature, c *integrations.Credentials) string {
+	if c == nil {
+		return ""
+	}
+	if sig.Secret == "client_secret" {
+		return c.ClientSecret
+	}
+	return c.WebhookSecret
+}
+
+func (h *incomingHandler) answerChallenge(w http.ResponseWriter, r *http.Request, d *incomingRecord, doc any, path string) error {
+	v, ok := lookupPath(doc, path)
+	if !ok {
+		d.reason = "invalid_challenge"
+		h.record(r.Context(), d, oplog.StatusFailure, "Incoming webhook challenge refused: it has no "+path+".")
+		return store.Invalid("invalid_body", "The challenge has no "+path+".")
+	}
+	h.record(r.Context(), d, oplog.StatusSuccess, "Incoming webhook challenge answered.")
+	if s, ok := v.(string); ok {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, s)
+		return nil
+	}
+	httpapi.WriteJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// incomingDoc is a parsed body.
+type incomingDoc struct {
+	// payload is what is forwarded: a json.RawMessage for a JSON body (the
+	// parsed form's JSON for a form body), else the body as a string.
+	payload any
+	// value is the decoded JSON (numbers as json.Number) when parsed and
+	// not an array.
+	value any
+	// array marks a JSON array body; elems and values are its elements.
+	array  bool
+	elems  []json.RawMessage
+	values []any
+}
+
+// parseIncoming parses the body. When needJSON, it must be JSON (or a form
+// whose fields, or whose "payload" field holding JSON, are then the
+// document); otherwise any body is accepted and a non-JSON one is
+// forwarded as a string.
+func parseIncoming(body []byte, contentType string, needJSON bool) (*incomingDoc, error) {
+	invalid := store.Invalid("invalid_body", "The webhook body must be valid JSON.")
+	if !json.Valid(body) {
+		if !needJSON {
+			return &incomingDoc{payload: string(body)}, nil
+		}
+		mt, _, _ := mime.ParseMediaType(contentType)
+		if mt != "application/x-www-form-urlencoded" {
+			return nil, invalid
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil || len(form) == 0 {
+			return nil, invalid
+		}
+		if p := form.Get("payload"); len(form) == 1 && json.Valid([]byte(p)) {
+			body = []byte(p)
+		} else {
+			m := make(map[string]string, len(form))
+			for k := range form {
+				m[k] = form.Get(k)
+			}
+			body, err = json.Marshal(m)
+			if err != nil {
+				return nil, invalid
+			}
+		}
+	}
+	doc := &incomingDoc{payload: json.RawMessage(body)}
+	if !needJSON {
+		return doc, nil
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if err := json.Unmarshal(body, &doc.elems); err != nil {
+			return nil, invalid
+		}
+		doc.array = true
+		doc.values = make([]any, len(doc.elems))
+		for i, e := range doc.elems {
+			v, err := decodeNumbers(e)
+			if err != nil {
+				return nil, invalid
+			}
+			doc.values[i] = v
+		}
+		return doc, nil
+	}
+	v, err := decodeNumbers(body)
+	if err != nil {
+		return nil, invalid
+	}
+	doc.value = v
+	return doc, nil
+}
+
+func decodeNumbers(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// forwardGroup is one forward event: a matched connection (or none) and
+// the payload it gets.
+type forwardGroup struct {
+	connectionID string
+	payload      any
+}
+
+// route matches the delivery to connections. An object body (or a header
+// value) yields one group per matched connection with the whole payload, or
+// one unmatched group. An array body is routed element by element: each
+// matched connection gets the array of its elements, and the elements that
+// matched nothing go together in one unmatched group, so that no
+// connection's webhook URL receives another tenant's events.
+func (h *incomingHandler) route(ctx context.Context, r *http.Request, d *incomingRecord, conn *integrations.WebhookConnection, doc *incomingDoc) ([]forwardGroup, bool, error) {
+	extract := func(v any) (string, bool) {
+		x, ok := lookupPath(v, conn.Path)
+		if !ok {
+			return "", false
+		}
+		s, ok := scalarString(x)
+		if !ok {
+			return "", false
+		}
+		return routingValue(s, conn.TrimSuffix)
+	}
+	var whole string
+	var wholeOK bool
+	var elemVals []string
+	var elemOK []bool
+	want := map[string]bool{}
+	switch {
+	case conn.Source == "header":
+		vals := r.Header.Values(conn.Path)
+		if len(vals) == 1 {
+			whole, wholeOK = routingValue(strings.TrimSpace(vals[0]), conn.TrimSuffix)
+		}
+	case doc.array:
+		elemVals, elemOK = make([]string, len(doc.values)), make([]bool, len(doc.values))
+		for i, v := range doc.values {
+			elemVals[i], elemOK[i] = extract(v)
+			if elemOK[i] {
+				want[elemVals[i]] = true
+			}
+		}
+	default:
+		whole, wholeOK = extract(doc.value)
+	}
+	if wholeOK {
+		want[whole] = true
+	}
+	var matches []routedMatch
+	truncated := false
+	if len(want) > 0 {
+		var err error
+		matches, truncated, err = h.findConnections(ctx, d.env.ID, d.it.UniqueKey, conn.ConnectionConfigKey, want)
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if conn.Source == "header" || !doc.array {
+		if len(matches) == 0 {
+			return []forwardGroup{{payload: doc.payload}}, truncated, nil
+		}
+		groups := make([]forwardGroup, len(matches))
+		for i, m := range matches {
+			groups[i] = forwardGroup{connectionID: m.connectionID, payload: doc.payload}
+		}
+		return groups, truncated, nil
+	}
+	matchedValues := map[string]bool{}
+	var groups []forwardGroup
+	for _, m := range matches {
+		matchedValues[m.value] = true
+		var part []json.RawMessage
+		for i, e := range doc.elems {
+			if elemOK[i] && elemVals[i] == m.value {
+				part = append(part, e)
+			}
+		}
+		groups = append(groups, forwardGroup{connectionID: m.connectionID, payload: rawArray(part)})
+	}
+	var rest []json.RawMessage
+	for i, e := range doc.elems {
+		if !elemOK[i] || !matchedValues[elemVals[i]] {
+			rest = append(rest, e)
+		}
+	}
+	if len(rest) > 0 || len(groups) == 0 {
+		groups = append(groups, forwardGroup{payload: rawArray(rest)})
+	}
+	return groups, truncated, nil
+}
+
+func rawArray(elems []json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, e := range elems {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(e)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// routingValue applies TrimSuffix; an empty value routes nowhere.
+func routingValue(s, suffix string) (string, bool) {
+	if suffix != "" {
+		s = strings.TrimSuffix(s, suffix)
+	}
+	return s, s != ""
+}
+
+type routedMatch struct {
+	connectionID string
+	value        string
+}
+
+// findConnections returns the integration's connections whose
+// connection_config[key] is in want, in the lister's order, each once. It
+// scans at most MaxScan connections unless the lister is a
+// ConnectionFinder; truncated reports that the scan stopped at the bound.
+func (h *incomingHandler) findConnections(ctx context.Context, envID int64, integrationKey, key string, want map[string]bool) ([]routedMatch, bool, error) {
+	var out []routedMatch
+	seen := map[string]bool{}
+	add := func(cs []RoutableConnection) {
+		for _, c := range cs {
+			v, ok := configString(c.ConnectionConfig, key)
+			if ok && want[v] && !seen[c.ConnectionID] {
+				seen[c.ConnectionID] = true
+				out = append(out, routedMatch{connectionID: c.ConnectionID, value: v})
+			}
+		}
+	}
+	if f, ok := h.cfg.Connections.(ConnectionFinder); ok {
+		values := make([]string, 0, len(want))
+		for v := range want {
+			values = append(values, v)
+		}
+		sort.Strings(values)
+		cs, err := f.FindConnectionsByConfig(ctx, envID, integrationKey, key, values)
+		if err != nil {
+			return nil, false, err
+		}
+		add(cs)
+		return out, false, nil
+	}
+	for offset := 0; offset < h.cfg.MaxScan; offset += incomingPageSize {
+		limit := min(incomingPageSize, h.cfg.MaxScan-offset)
+		page, err := h.cfg.Connections.ListRoutableConnections(ctx, envID, integrationKey, limit, offset)
+		if err != nil {
+			return nil, false, err
+		}
+		add(page)
+		if len(page) < limit {
+			return out, false, nil
+		}
+	}
+	return out, true, nil
+}
+
+// forward gives the Notifier one forward event per group, atomically when
+// a Transactor is set.
+func (h *incomingHandler) forward(ctx context.Context, d *incomingRecord, groups []forwardGroup) error {
+	notify := func(ctx context.Context) error {
+		for _, g := range groups {
+			e := Event{
+				EnvironmentID:  d.env.ID,
+				IntegrationKey: d.it.UniqueKey,
+				ConnectionID:   g.connectionID,
+				Type:           TypeForward,
+				Payload: &ForwardPayload{
+					From:              d.it.Provider,
+					Type:              TypeForward,
+					ConnectionID:      g.connectionID,
+					ProviderConfigKey: d.it.UniqueKey,
+					Payload:           g.payload,
+				},
+			}
+			if err := h.cfg.Notifier.Notify(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if h.cfg.Transactor != nil {
+		err = h.cfg.Transactor.WithTx(ctx, notify)
+	} else {
+		err = notify(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("webhooks: forward incoming webhook: %w", err)
+	}
+	d.forwarded = len(groups)
+	return nil
+}
+
+func (d *incomingRecord) summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Incoming %s webhook", d.it.Provider)
+	if d.verified {
+		b.WriteString(" (signature verified)")
+	}
+	fmt.Fprintf(&b, ": %d connection(s) matched", d.matched)
+	if d.it.ForwardWebhooks {
+		fmt.Fprintf(&b, ", %d forward event(s) queued.", d.forwarded)
+	} else {
+		b.WriteString(", not forwarded (forward_webhooks is off).")
+	}
+	return b.String()
+}
+
+// record writes the delivery's log entry: never the body, a header value or
+// a secret. A failure to record is logged, not returned.
+func (h *incomingHandler) record(ctx context.Context, d *incomingRecord, status, msg string) {
+	if h.cfg.Log == nil {
+		return
+	}
+	meta := map[string]any{
+		"provider":  d.it.Provider,
+		"verified":  d.verified,
+		"matched":   d.matched,
+		"forwarded": d.forwarded,
+	}
+	if d.reason != "" {
+		meta["reason"] = d.reason
+	}
+	if d.truncated {
+		meta["truncated"] = true
+	}
+	if d.challenge {
+		meta["challenge"] = true
+	}
+	e := &oplog.Entry{
+		EnvironmentID:  d.env.ID,
+		Type:           "webhook",
+		Operation:      "incoming",
+		Status:         status,
+		IntegrationKey: d.it.UniqueKey,
+		Message:        msg,
+		Meta:           meta,
+	}
+	if _, err := h.cfg.Log.Record(ctx, e); err != nil {
+		h.cfg.Logger.WarnContext(ctx, "incoming webhook: log entry not recorded", "err", err)
+	}
+}
+
+// lookupPath follows a dot path through JSON objects.
+func lookupPath(v any, path string) (any, bool) {
+	if path == "" {
+		return nil, false
+	}
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// configString returns connection_config[key] as a string: the flat key
+// first (token_response_metadata stores "team.id" flat), then the dot path
+// through nested objects.
+func configString(cfg map[string]any, key string) (string, bool) {
+	v, ok := cfg[key]
+	if !ok && strings.Contains(key, ".") {
+		v, ok = lookupPath(map[string]any(cfg), key)
+	}
+	if !ok {
+		return "", false
+	}
+	return scalarString(v)
+}
+
+// scalarString renders a JSON scalar as the string it is compared as:
+// strings as they are, numbers in plain decimal (so the number 123 in a
+// payload equals "123" in connection_config), booleans as true/false.
+// Objects, arrays and null have none.
+func scalarString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return canonicalNumber(string(x)), true
+	case float64:
+		return formatFloat(x), true
+	case float32:
+		return formatFloat(float64(x)), true
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case int32:
+		return strconv.FormatInt(int64(x), 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
+}
+
+// canonicalNumber keeps a JSON integer as written (so that integers beyond
+// float64 precision compare exactly) and renders other numbers as
+// formatFloat does.
+func canonicalNumber(s string) string {
+	digits := strings.TrimPrefix(s, "-")
+	if digits != "" && strings.Trim(digits, "0123456789") == "" {
+		if digits == "0" {
+			return "0"
+		}
+		return s
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	return formatFloat(f)
+}
+
+// formatFloat renders integral values without a fraction or exponent.
+func formatFloat(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
