@@ -22,6 +22,7 @@ import (
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/store/postgres"
 	"github.com/embedauth/connect/store/storetest"
+	"github.com/embedauth/connect/webhooks"
 )
 
 var _ connect.Store = (*postgres.Store)(nil)
@@ -534,5 +535,39 @@ func TestAfterCommit(t *testing.T) {
 	s.AfterCommit(kept, func() { got = append(got, "ended tx") })
 	if want := []string{"outside", "first", "nested", "ended tx"}; !slices.Equal(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
+	}
+}
+
+// Deleting an environment deletes its webhook deliveries (ON DELETE
+// CASCADE). environments.Store has no delete, so this is SQL.
+func TestDeliveriesCascadeWithEnvironment(t *testing.T) {
+	t.Parallel()
+	s, db, schema := newStore(t)
+	ctx := t.Context()
+	var envs []*environments.Environment
+	for _, name := range []string{"gone", "kept"} {
+		env := &environments.Environment{Name: name}
+		if err := s.CreateEnvironment(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, env)
+		if err := s.CreateDeliveries(ctx, &webhooks.Delivery{ID: name + "-1", EnvironmentID: env.ID, Body: []byte("{}")},
+			&webhooks.Delivery{ID: name + "-2", EnvironmentID: env.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM `+pq.QuoteIdentifier(schema)+`.environments WHERE id = $1`, envs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range all {
+		ids = append(ids, d.ID)
+	}
+	if want := []string{"kept-2", "kept-1"}; !slices.Equal(ids, want) {
+		t.Errorf("deliveries after deleting an environment: %v, want %v", ids, want)
 	}
 }
