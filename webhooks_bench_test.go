@@ -19,9 +19,11 @@ import (
 	"github.com/embedauth/connect/webhooks"
 )
 
-// benchWorkers is the number of River workers of the outbox, and the
-// number of goroutines of the concurrent baseline.
+// benchWorkers is the number of goroutines of the concurrent baseline.
 const benchWorkers = 10
+
+// outboxWorkers is the number of River workers of the outbox.
+var outboxWorkers = postgres.DefaultSchedulerWorkers
 
 // BenchmarkWebhookOutbox measures webhook deliveries per second through the
 // Postgres outbox (each event committed in its own transaction, then worked
@@ -44,7 +46,7 @@ func BenchmarkWebhookOutbox(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{Workers: benchWorkers, FetchPollInterval: 20 * time.Millisecond})
+	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{Workers: outboxWorkers, FetchPollInterval: 20 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

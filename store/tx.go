@@ -24,3 +24,23 @@ type Page struct {
 	// Offset is the number of items skipped.
 	Offset int
 }
+
+type relaxedKey struct{}
+
+// WithRelaxedDurability marks ctx so that a transaction that WithTx starts
+// with it may be acknowledged before it is durable on disk (in Postgres:
+// synchronous_commit off for that transaction; a Store without such a knob
+// ignores the mark). A database crash can then lose the transaction, never
+// corrupt anything. Use it only for records whose loss the caller
+// tolerates, such as the outcome of a webhook attempt: if it is lost, the
+// job runs again and the webhook is delivered again under the same
+// delivery id.
+func WithRelaxedDurability(ctx context.Context) context.Context {
+	return context.WithValue(ctx, relaxedKey{}, true)
+}
+
+// RelaxedDurability reports whether ctx was marked by WithRelaxedDurability.
+func RelaxedDurability(ctx context.Context) bool {
+	v, _ := ctx.Value(relaxedKey{}).(bool)
+	return v
+}

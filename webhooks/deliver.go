@@ -353,7 +353,11 @@ func (d *Deliverer) save(ctx context.Context, del *Delivery, res attemptResult, 
 		return d.record(ctx, del, res, budget)
 	}
 	if d.tx != nil {
-		return d.tx.WithTx(ctx, do)
+		// The outcome may be acknowledged before it is on disk: losing it
+		// in a database crash only means the job runs again and the
+		// receiver gets the webhook twice under the same delivery id,
+		// which deliveries are anyway (at least once).
+		return d.tx.WithTx(store.WithRelaxedDurability(ctx), do)
 	}
 	return do(ctx)
 }

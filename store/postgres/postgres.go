@@ -194,6 +194,11 @@ func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) 
 			_ = tx.Rollback()
 		}
 	}()
+	if store.RelaxedDurability(ctx) {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return dbErr(ctx, "set synchronous_commit", err, nil)
+		}
+	}
 	if err := fn(context.WithValue(ctx, txKey{}, st)); err != nil {
 		return err
 	}

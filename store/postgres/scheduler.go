@@ -28,13 +28,13 @@ import (
 
 // Defaults of SchedulerConfig.
 const (
-	DefaultSchedulerWorkers   = 10
+	DefaultSchedulerWorkers   = 50
 	DefaultJobTimeout         = time.Minute
 	DefaultFetchPollInterval  = time.Second
 	DefaultCancelGrace        = 10 * time.Second
 	rescueMargin              = time.Minute
 	rescueWithoutTimeout      = time.Hour
-	fetchCooldownDefault      = 100 * time.Millisecond
+	fetchCooldownDefault      = 5 * time.Millisecond
 	riverSchedulerIntervalMax = 5 * time.Second // River's maintenance.JobSchedulerIntervalDefault
 )
 
@@ -42,7 +42,9 @@ const (
 // field has a default.
 type SchedulerConfig struct {
 	// Workers is the number of jobs this process runs at once. Defaults to
-	// 10.
+	// 50: jobs such as webhook deliveries mostly wait on the network, and
+	// River fetches at most Workers jobs per fetch (fetches are at least 5
+	// ms apart), which bounds the throughput.
 	Workers int
 
 	// Logger receives River's logs (start, stop, failed attempts). Defaults

@@ -89,7 +89,7 @@ var (
 	)
 	INSERT INTO {s}.webhook_deliveries (` + deliveryColumns + `)
 	SELECT ` + deliveryColumns + ` FROM input WHERE NOT EXISTS (SELECT 1 FROM refused)`)
-	qGetDelivery = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries WHERE id = $1`)
+	qGetDelivery = newPreparedQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries WHERE id = $1`)
 	// qListDeliveries is completed with the conditions, order and limit of
 	// each call.
 	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
