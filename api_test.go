@@ -2,6 +2,7 @@ package connect_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -218,5 +219,14 @@ func TestNewValidatesConfig(t *testing.T) {
 		if _, err := connect.New(cfg); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+func TestNewRequiresSchedulerWithPostgres(t *testing.T) {
+	t.Parallel()
+	b := postgresBackend(t)
+	_, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}})
+	if !errors.Is(err, connect.ErrMissingScheduler) {
+		t.Fatalf("New without a Scheduler on Postgres: %v", err)
 	}
 }

@@ -160,8 +160,12 @@ func newGetConnectionBench(b *testing.B) *getConnectionBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
+	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
-		RateLimitRequests: -1})
+		RateLimitRequests: -1, Scheduler: sched})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -115,6 +115,7 @@ type Config struct {
 var (
 	ErrMissingStore         = errors.New("connect: Config.Store is required")
 	ErrMissingEncryptionKey = errors.New("connect: Config.EncryptionKeys needs at least one key")
+	ErrMissingScheduler     = errors.New("connect: Config.Scheduler is required with a durable Store (use postgres.NewScheduler): the in-process scheduler would lose queued webhook deliveries on restart")
 )
 
 // Service holds end users' authorization for external APIs and serves the
@@ -147,6 +148,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if len(cfg.EncryptionKeys) == 0 {
 		return nil, ErrMissingEncryptionKey
+	}
+	if d, ok := cfg.Store.(store.Durable); ok && d.Durable() && cfg.Scheduler == nil {
+		return nil, ErrMissingScheduler
 	}
 	keys := make([]secret.Key, len(cfg.EncryptionKeys))
 	for i, k := range cfg.EncryptionKeys {

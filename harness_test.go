@@ -15,6 +15,7 @@ import (
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/internal/pgtest"
+	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/store/memory"
 	"github.com/embedauth/connect/store/postgres"
 )
@@ -82,6 +83,9 @@ func setup(t testing.TB, b *backend, mutate ...func(*connect.Config)) *bundle {
 		PublicURL: "https://connect.example.com"}
 	for _, m := range mutate {
 		m(&cfg)
+	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = schedulerFor(t, b)
 	}
 	svc, err := connect.New(cfg)
 	if err != nil {
@@ -179,4 +183,21 @@ func newServer(t testing.TB, svc *connect.Service) *httptest.Server {
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// schedulerFor returns a River scheduler on the backend's schema for a
+// Postgres backend (connect.New requires one with a durable Store), and nil
+// (the in-process default) for memory.
+func schedulerFor(t testing.TB, b *backend) jobs.Scheduler {
+	t.Helper()
+	if b.db == nil {
+		return nil
+	}
+	sched, err := postgres.NewScheduler(b.db, &postgres.Options{Schema: b.schema}, postgres.SchedulerConfig{
+		FetchPollInterval: 20 * time.Millisecond, JobTimeout: time.Minute, CancelGrace: time.Second,
+		Test: postgres.SchedulerTestConfig{DisableStaggeredStart: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sched
 }

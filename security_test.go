@@ -90,7 +90,7 @@ func TestReencryptSecrets(t *testing.T) {
 		before := snapshot(t, bu)
 
 		newKey := connect.EncryptionKey{ID: "test2", Key: bytes.Repeat([]byte{9}, 32)}
-		both, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{newKey, testKey}, Now: bu.now.Now})
+		both, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{newKey, testKey}, Now: bu.now.Now, Scheduler: schedulerFor(t, b)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestReencryptSecrets(t *testing.T) {
 			t.Errorf("second run re-sealed %d (%v), want 0", n, err)
 		}
 
-		onlyNew, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{newKey}, Now: bu.now.Now})
+		onlyNew, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{newKey}, Now: bu.now.Now, Scheduler: schedulerFor(t, b)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,10 @@ func TestReencryptSecrets(t *testing.T) {
 			}
 		}
 		// The old key alone can no longer read the credentials.
-		oldOnly, _ := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}})
+		oldOnly, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}, Scheduler: schedulerFor(t, b)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := oldOnly.Connections().Get(ctx, bu.env.ID, "gh", "c1", connections.GetOptions{}); err == nil {
 			t.Error("the retired key still opens re-sealed credentials")
 		}

@@ -10,3 +10,11 @@ type CommitHooker interface {
 	// and never if it rolls back. Outside a transaction it runs fn at once.
 	AfterCommit(ctx context.Context, fn func())
 }
+
+// Durable is implemented by Stores whose data outlives the process, such as
+// store/postgres. connect.New requires an explicit Scheduler with such a
+// Store: the default in-process scheduler would lose queued jobs (webhook
+// deliveries) on a restart while their records stay pending in the Store.
+type Durable interface {
+	Durable() bool
+}

@@ -374,3 +374,8 @@ func (w *where) String() string {
 	}
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
+
+// Durable reports true: the Store's data outlives the process, so
+// connect.New requires a Scheduler that keeps its jobs in the same database
+// (NewScheduler). It implements store.Durable.
+func (s *Store) Durable() bool { return true }
