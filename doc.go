@@ -11,10 +11,13 @@
 //	db, _ := sql.Open("postgres", dsn)
 //	if err := postgres.Migrate(ctx, db, nil); err != nil { ... }
 //	st, _ := postgres.New(db, nil)
+//	sched, _ := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{})
 //	svc, err := connect.New(connect.Config{
 //		Store:          st,
+//		Scheduler:      sched,
 //		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: key32}},
 //	})
+//	svc.Start(ctx) // background work: webhook deliveries
 //	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
 //
 // Go code manages the same data without HTTP through the feature services:
@@ -26,6 +29,14 @@
 // trying things out; store/postgres keeps it in tables of their own schema
 // inside the host's database. Both pass the conformance suite of
 // store/storetest, which a host can run against a Store of its own.
+//
+// # Webhooks
+//
+// Events (a connection created, a refresh failed, a provider's webhook
+// forwarded) go to the [Config.Notifier]; the default writes one delivery
+// per destination URL into an outbox in the same transaction as the change,
+// and the [Config.Scheduler] delivers them, signed, with retries. See
+// package webhooks.
 //
 // # Security
 //
