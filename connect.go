@@ -411,13 +411,10 @@ func (s *Service) setupWebhooks() error {
 	return nil
 }
 
-// webhookSigningKey opens the signing key of an environment.
+// webhookSigningKey opens the signing key of an environment (cached for
+// Config.APIKeyCacheTTL).
 func (s *Service) webhookSigningKey(ctx context.Context, envID int64) (string, error) {
-	env, err := s.store.GetEnvironment(ctx, envID)
-	if err != nil {
-		return "", err
-	}
-	return s.environments.WebhookSigningKey(env)
+	return s.environments.SigningKey(ctx, envID)
 }
 
 // Notify hands an event to the Notifier (Config.Notifier, by default the

@@ -34,6 +34,14 @@ type Service struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]cachedKey
+
+	signingMu    sync.Mutex
+	signingCache map[int64]cachedSigningKey
+}
+
+type cachedSigningKey struct {
+	key     string
+	expires time.Time
 }
 
 type cachedKey struct {
@@ -46,7 +54,8 @@ type cachedKey struct {
 // process: a key deleted in another process keeps working here for at most
 // that long. 0 disables the cache.
 func NewService(st Store, keyring *secret.Keyring, now func() time.Time, keyCacheTTL time.Duration) *Service {
-	return &Service{store: st, keyring: keyring, now: now, ttl: keyCacheTTL, cache: map[[32]byte]cachedKey{}}
+	return &Service{store: st, keyring: keyring, now: now, ttl: keyCacheTTL, cache: map[[32]byte]cachedKey{},
+		signingCache: map[int64]cachedSigningKey{}}
 }
 
 var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -190,7 +199,45 @@ func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Enviro
 		out = env
 		return nil
 	})
+	if err == nil && in.WebhookSigningKey != nil {
+		s.signingMu.Lock()
+		delete(s.signingCache, id)
+		s.signingMu.Unlock()
+	}
 	return out, err
+}
+
+// SigningKey returns the plaintext webhook signing key of an environment,
+// remembered in process for the key cache TTL (a key changed by another
+// instance takes effect here within it; one changed through this Service
+// at once).
+func (s *Service) SigningKey(ctx context.Context, environmentID int64) (string, error) {
+	now := s.now()
+	if s.ttl > 0 {
+		s.signingMu.Lock()
+		c, ok := s.signingCache[environmentID]
+		s.signingMu.Unlock()
+		if ok && now.Before(c.expires) {
+			return c.key, nil
+		}
+	}
+	env, err := s.store.GetEnvironment(ctx, environmentID)
+	if err != nil {
+		return "", err
+	}
+	key, err := s.WebhookSigningKey(env)
+	if err != nil {
+		return "", err
+	}
+	if s.ttl > 0 {
+		s.signingMu.Lock()
+		if len(s.signingCache) >= 10000 {
+			s.signingCache = map[int64]cachedSigningKey{}
+		}
+		s.signingCache[environmentID] = cachedSigningKey{key: key, expires: now.Add(s.ttl)}
+		s.signingMu.Unlock()
+	}
+	return key, nil
 }
 
 // WebhookSigningKey returns the plaintext webhook signing key.

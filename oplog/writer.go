@@ -40,6 +40,16 @@ func (w *Writer) NewID() string {
 // Record appends e, setting e.ID (when empty), e.CreatedAt and a default
 // Status of success. It returns the id.
 func (w *Writer) Record(ctx context.Context, e *Entry) (string, error) {
+	w.Stamp(e)
+	if err := w.Store.AppendLog(ctx, e); err != nil {
+		return "", err
+	}
+	return e.ID, nil
+}
+
+// Stamp sets e.ID (when empty), e.CreatedAt and a default Status of
+// success, as Record does, for callers that store the entry themselves.
+func (w *Writer) Stamp(e *Entry) {
 	if e.ID == "" {
 		e.ID = w.NewID()
 	}
@@ -51,10 +61,6 @@ func (w *Writer) Record(ctx context.Context, e *Entry) (string, error) {
 		now = w.Now
 	}
 	e.CreatedAt = now().UTC().Truncate(time.Microsecond)
-	if err := w.Store.AppendLog(ctx, e); err != nil {
-		return "", err
-	}
-	return e.ID, nil
 }
 
 // List returns entries matching f, newest first.

@@ -346,6 +346,14 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // save stores the outcome of an attempt and its log entry, in one
 // transaction when there is a Transactor.
 func (d *Deliverer) save(ctx context.Context, del *Delivery, res attemptResult, budget int) error {
+	if rec, ok := d.store.(AttemptRecorder); ok && d.log != nil {
+		e := attemptEntry(del, res, budget)
+		d.log.Stamp(e)
+		if err := rec.RecordAttempt(ctx, del, e); err != nil {
+			return fmt.Errorf("webhooks: record delivery attempt: %w", err)
+		}
+		return nil
+	}
 	do := func(ctx context.Context) error {
 		if err := d.store.UpdateDelivery(ctx, del); err != nil {
 			return err
@@ -367,6 +375,14 @@ func (d *Deliverer) record(ctx context.Context, del *Delivery, res attemptResult
 	if d.log == nil {
 		return nil
 	}
+	if _, err := d.log.Record(ctx, attemptEntry(del, res, budget)); err != nil {
+		return fmt.Errorf("webhooks: log delivery attempt: %w", err)
+	}
+	return nil
+}
+
+// attemptEntry is the operations log entry of one attempt.
+func attemptEntry(del *Delivery, res attemptResult, budget int) *oplog.Entry {
 	status := oplog.StatusFailure
 	msg := fmt.Sprintf("%s webhook attempt %d of %d failed: %s", del.Type, del.Attempts, budget, res.errText)
 	if res.ok {
@@ -387,7 +403,7 @@ func (d *Deliverer) record(ctx context.Context, del *Delivery, res attemptResult
 	if res.errText != "" {
 		meta["error"] = res.errText
 	}
-	_, err := d.log.Record(ctx, &oplog.Entry{
+	return &oplog.Entry{
 		EnvironmentID:  del.EnvironmentID,
 		Type:           "webhook",
 		Operation:      "delivery",
@@ -396,11 +412,7 @@ func (d *Deliverer) record(ctx context.Context, del *Delivery, res attemptResult
 		ConnectionID:   del.ConnectionID,
 		Message:        msg,
 		Meta:           meta,
-	})
-	if err != nil {
-		return fmt.Errorf("webhooks: log delivery attempt: %w", err)
 	}
-	return nil
 }
 
 // redactURL hides the password of a URL's user info.

@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"time"
+
+	"github.com/embedauth/connect/oplog"
 )
 
 // Delivery statuses.
@@ -63,4 +65,14 @@ type Store interface {
 	UpdateDelivery(ctx context.Context, d *Delivery) error
 	// ListDeliveries returns matching deliveries, newest first.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
+}
+
+// AttemptRecorder is an optional interface of a Store: it records the
+// outcome of one delivery attempt (UpdateDelivery's fields of d) and its
+// operations log entry e, atomically and cheaply. A Store may acknowledge it
+// before it is durable (see store.WithRelaxedDurability): losing it in a
+// database crash only means the webhook is delivered again. Without it, the
+// Deliverer uses UpdateDelivery and AppendLog in one transaction.
+type AttemptRecorder interface {
+	RecordAttempt(ctx context.Context, d *Delivery, e *oplog.Entry) error
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -93,6 +94,24 @@ var (
 	// qListDeliveries is completed with the conditions, order and limit of
 	// each call.
 	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
+	// qRecordAttempt updates a delivery and appends its log entry in one
+	// statement, committed without waiting for the WAL flush
+	// (synchronous_commit off for its own implicit transaction only).
+	qRecordAttempt = newPreparedQuery(`
+	WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
+	u AS (
+		UPDATE {s}.webhook_deliveries
+		SET status = $2, attempts = $3, last_status_code = $4, last_error = $5, updated_at = $6,
+			delivered_at = $7
+		WHERE id = $1
+		RETURNING id)
+	INSERT INTO {s}.operations_log (id, environment_id, type, operation, status,
+		integration_key, connection_id, message, meta, created_at)
+	SELECT $8::text, $9::bigint, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text,
+		$16::jsonb, $17::timestamptz
+	FROM u, cfg
+	ON CONFLICT DO NOTHING
+	RETURNING id`)
 	qUpdateDelivery = newQuery(`
 	UPDATE {s}.webhook_deliveries
 	SET status = $2, attempts = $3, last_status_code = $4, last_error = $5, updated_at = $6,
@@ -222,6 +241,33 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 	return nil
 }
 
+// RecordAttempt stores the outcome of a delivery attempt and its log entry.
+// Outside a transaction it is one statement whose commit does not wait for
+// the WAL flush: a database crash may lose it, and then the delivery job
+// runs again (webhooks are delivered at least once). Inside a transaction it
+// is UpdateDelivery and AppendLog, durable with that transaction. It
+// implements webhooks.AttemptRecorder.
+func (s *Store) RecordAttempt(ctx context.Context, d *webhooks.Delivery, e *oplog.Entry) error {
+	if _, ok := liveTx(ctx, s.raw); ok {
+		if err := s.UpdateDelivery(ctx, d); err != nil {
+			return err
+		}
+		return s.AppendLog(ctx, e)
+	}
+	meta, err := jsonArg("meta", e.Meta)
+	if err != nil {
+		return err
+	}
+	var id string
+	err = s.get(ctx, qRecordAttempt, &id, d.ID, d.Status, d.Attempts, d.LastStatusCode, d.LastError,
+		d.UpdatedAt, utcPtr(d.DeliveredAt),
+		e.ID, e.EnvironmentID, e.Type, e.Operation, e.Status, e.IntegrationKey, e.ConnectionID, e.Message, meta, e.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("webhook delivery %q", d.ID)
+	}
+	return dbErr(ctx, "record webhook attempt", err, nil)
+}
+
 // ListDeliveries returns the deliveries matching f, newest first (by
 // CreatedAt, then by ID, both descending). An EnvironmentID of 0 matches
 // every environment; a Limit of 0 means [DefaultDeliveriesLimit].
@@ -252,3 +298,5 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	}
 	return out, nil
 }
+
+var _ webhooks.AttemptRecorder = (*Store)(nil)
