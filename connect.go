@@ -109,6 +109,20 @@ type Config struct {
 	// WebhookFrom is the "from" of webhook bodies. Defaults to "nango", so
 	// that receivers written for Nango keep working.
 	WebhookFrom string
+
+	// RefreshThreshold: reading a connection with its credentials
+	// (GET /connections/{id}, Connections().Get) first refreshes an OAuth 2
+	// or client-credentials token that expires within it; a provider's
+	// token_expiration_buffer (seconds) replaces it. force_refresh=true
+	// refreshes whenever the connection can be. Defaults to 15 minutes.
+	RefreshThreshold time.Duration
+	// RefreshTimeout bounds each request to a provider's token endpoint.
+	// Defaults to 10 seconds.
+	RefreshTimeout time.Duration
+	// RefreshBackoff: after a failed refresh, reads without force_refresh
+	// answer connection_refresh_backoff without calling the provider for
+	// this long. Defaults to 30 seconds; negative disables it.
+	RefreshBackoff time.Duration
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -185,6 +199,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.APIKeyCacheTTL == 0 {
 		cfg.APIKeyCacheTTL = 10 * time.Second
 	}
+	if cfg.RefreshThreshold < 0 || cfg.RefreshTimeout < 0 {
+		return nil, errors.New("connect: Config.RefreshThreshold and Config.RefreshTimeout must not be negative")
+	}
 	if cfg.MaxRequestBody < 0 {
 		return nil, errors.New("connect: Config.MaxRequestBody must not be negative")
 	}
@@ -216,7 +233,36 @@ func New(cfg Config) (*Service, error) {
 	if err := s.setupWebhooks(); err != nil {
 		return nil, err
 	}
+	s.setupRefresh()
 	return s, nil
+}
+
+// setupRefresh installs the token refresher of Connections().Get. It needs
+// the Notifier, so it runs after setupWebhooks.
+func (s *Service) setupRefresh() {
+	s.connections.EnableRefresh(connections.RefreshConfig{
+		Threshold: s.cfg.RefreshThreshold,
+		Timeout:   s.cfg.RefreshTimeout,
+		Backoff:   s.cfg.RefreshBackoff,
+		ClientCredentials: func(ctx context.Context, envID int64, key string) (string, string, error) {
+			it, err := s.integrations.Get(ctx, envID, key)
+			if err != nil {
+				return "", "", err
+			}
+			if it.Credentials == nil {
+				return "", "", nil
+			}
+			return it.Credentials.ClientID, it.Credentials.ClientSecret, nil
+		},
+		Notifier: s.notifier,
+		EnvironmentName: func(ctx context.Context, envID int64) (string, error) {
+			env, err := s.store.GetEnvironment(ctx, envID)
+			if err != nil {
+				return "", err
+			}
+			return env.Name, nil
+		},
+	})
 }
 
 // Environments manages environments, API keys and variables.

@@ -43,6 +43,12 @@ type Connection struct {
 	Errors []Error
 	// LastFetchedAt is when credentials were last read.
 	LastFetchedAt *time.Time
+	// LastRefreshFailure is when refreshing the credentials last failed;
+	// nil when the last attempt succeeded or none failed. Non-forced reads
+	// within the refresh backoff of it do not call the provider again.
+	LastRefreshFailure *time.Time
+	// RefreshAttempts counts the failed refreshes since the last success.
+	RefreshAttempts int
 	// Version increases by one on every update; UpdateConnection refuses a
 	// stale version with ErrConflict.
 	Version   int64
@@ -94,4 +100,14 @@ type Store interface {
 	DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error
 	// CountConnections returns how many connections the integration has.
 	CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error)
+	// LockConnection locks the connection until the transaction of ctx
+	// ends, so that one transaction at a time, in any process sharing the
+	// Store, holds it: it must be called inside WithTx (outside a
+	// transaction it returns an error), and blocks until no other
+	// transaction holds the lock or ctx ends. A transaction holding the
+	// lock also keeps others from updating or deleting the connection
+	// until it ends, so a read made after LockConnection stays current. A
+	// missing connection is ErrNotFound (the transaction stays usable).
+	// Token refresh uses it to call the provider once per connection.
+	LockConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error
 }

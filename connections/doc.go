@@ -19,4 +19,20 @@
 // importing an existing connection id updates it instead of duplicating it.
 // Concurrent writers never lose an update: every change is an optimistic
 // read-modify-write retried on a version conflict.
+//
+// # Token refresh
+//
+// With the built-in refresher ([Service.EnableRefresh], which connect.New
+// installs), [Service.Get] renews OAuth 2 tokens (refresh_token grant) and
+// client-credentials tokens (client_credentials grant) that expire within
+// the threshold, or always when forced. Concurrent calls in one process
+// share one attempt; across processes the attempt holds
+// [Store.LockConnection] in a transaction, re-reads the connection after
+// locking (and returns what another process stored meanwhile), calls the
+// provider and stores the new tokens, or the failure (an operations-log
+// entry, the connection's auth error, an auth webhook when the connection
+// was healthy until then), before the lock is released. A refresh token
+// is never overwritten by a response that has none. After a failure,
+// unforced calls answer [ErrRefreshBackoff] for the backoff period instead
+// of calling the provider again.
 package connections

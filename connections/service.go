@@ -38,7 +38,9 @@ type IntegrationLookup interface {
 
 // RefreshFunc refreshes a connection's credentials when they are about to
 // expire, or always when force is true, and returns the connection as
-// stored afterwards. The default refreshes nothing.
+// stored afterwards (with its Credentials opened, or nil for Get to open
+// them). Without one Get refreshes nothing; EnableRefresh installs the
+// built-in one.
 type RefreshFunc func(ctx context.Context, c *Connection, force bool) (*Connection, error)
 
 // Service manages connections.
@@ -57,7 +59,8 @@ func NewService(st Store, ints IntegrationLookup, catalog *integrations.Catalog,
 	return &Service{store: st, integrations: ints, catalog: catalog, keyring: keyring, log: log, now: now}
 }
 
-// SetRefreshFunc installs the refresher used by Get.
+// SetRefreshFunc installs the refresher used by Get, replacing the
+// built-in one of EnableRefresh.
 func (s *Service) SetRefreshFunc(f RefreshFunc) { s.refresh = f }
 
 func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
@@ -123,27 +126,39 @@ func (s *Service) List(ctx context.Context, environmentID int64, in ListInput) (
 // GetOptions changes what Get does.
 type GetOptions struct {
 	// ForceRefresh attempts a refresh even when the token is not about to
-	// expire.
+	// expire (when the connection can be refreshed: OAuth 2 with a refresh
+	// token, or client credentials), bypassing the backoff after a failure.
 	ForceRefresh bool
-	// RefreshGitHubAppJWT refreshes the token of app-style connections.
+	// RefreshGitHubAppJWT forces a refresh of APP connections (whose
+	// installation tokens the built-in refresher does not renew yet).
 	RefreshGitHubAppJWT bool
 }
 
 // Get returns a connection with its credentials, refreshing them first when
-// a refresher is installed and they are about to expire (or when forced).
+// a refresher is installed (see EnableRefresh) and they are about to expire,
+// or when forced. A failed refresh is an error matching ErrRefreshFailed, a
+// read during the backoff after one ErrRefreshBackoff; both are answered
+// with HTTP 400.
+//
+// Do not call Get inside a transaction (Store.WithTx) when it may refresh:
+// the refresh would join that transaction, and the tokens it stores would
+// be lost if it rolled back, while the provider has rotated them.
 func (s *Service) Get(ctx context.Context, environmentID int64, integrationKey, connectionID string, opts GetOptions) (*Connection, error) {
 	c, err := s.store.GetConnection(ctx, environmentID, integrationKey, connectionID)
 	if err != nil {
 		return nil, s.notFound(ctx, err, environmentID, integrationKey, connectionID)
 	}
 	if s.refresh != nil {
-		c, err = s.refresh(ctx, c, opts.ForceRefresh || opts.RefreshGitHubAppJWT)
+		force := opts.ForceRefresh || (opts.RefreshGitHubAppJWT && c.AuthMode == AuthModeApp)
+		c, err = s.refresh(ctx, c, force)
 		if err != nil {
 			return nil, err
 		}
 	}
-	if err := s.open(c); err != nil {
-		return nil, err
+	if c.Credentials == nil {
+		if err := s.open(c); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

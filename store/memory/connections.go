@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -181,4 +182,24 @@ func (s *Store) countConnections(env int64, key string) int {
 		}
 	}
 	return n
+}
+
+// LockConnection checks that the connection exists. The transaction of ctx
+// already holds the store's lock, which serialises every transaction, so
+// there is nothing more to lock. Outside a transaction of s it returns an
+// error; a missing connection is store.ErrNotFound.
+func (s *Store) LockConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	t, ok := ctx.Value(txKey{}).(*tx)
+	if !ok || t.s != s {
+		return errors.New("memory: LockConnection must be called inside WithTx")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return errors.New("memory: LockConnection called after its transaction ended")
+	}
+	if _, ok := s.d.connIndex[connKey{environmentID, integrationKey, connectionID}]; !ok {
+		return fmt.Errorf("connection %q: %w", connectionID, store.ErrNotFound)
+	}
+	return nil
 }

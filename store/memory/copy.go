@@ -104,6 +104,7 @@ func copyConnection(conn *connections.Connection) *connections.Connection {
 	c.CredentialsExpiresAt = copyTime(conn.CredentialsExpiresAt)
 	c.Errors = slices.Clone(conn.Errors)
 	c.LastFetchedAt = copyTime(conn.LastFetchedAt)
+	c.LastRefreshFailure = copyTime(conn.LastRefreshFailure)
 	return &c
 }
 
@@ -126,6 +127,7 @@ func storableConnection(conn *connections.Connection) (*connections.Connection, 
 	c.CredentialsExpiresAt = copyTime(conn.CredentialsExpiresAt)
 	c.Errors = slices.Clone(conn.Errors)
 	c.LastFetchedAt = copyTime(conn.LastFetchedAt)
+	c.LastRefreshFailure = copyTime(conn.LastRefreshFailure)
 	return &c, nil
 }
 

@@ -19,7 +19,8 @@ const DefaultConnectionsLimit = 1000
 
 const connectionColumns = `id, environment_id, integration_key, connection_id, provider,
 	connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
-	credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at`
+	credentials_expires_at, errors, last_fetched_at, last_refresh_failure, refresh_attempts,
+	version, created_at, updated_at`
 
 type connectionRow struct {
 	ID                   int64      `db:"id"`
@@ -36,6 +37,8 @@ type connectionRow struct {
 	CredentialsExpiresAt *time.Time `db:"credentials_expires_at"`
 	Errors               []byte     `db:"errors"`
 	LastFetchedAt        *time.Time `db:"last_fetched_at"`
+	LastRefreshFailure   *time.Time `db:"last_refresh_failure"`
+	RefreshAttempts      int        `db:"refresh_attempts"`
 	Version              int64      `db:"version"`
 	CreatedAt            time.Time  `db:"created_at"`
 	UpdatedAt            time.Time  `db:"updated_at"`
@@ -45,7 +48,8 @@ type connectionRow struct {
 func (r *connectionRow) scanTargets() []any {
 	return []any{&r.ID, &r.EnvironmentID, &r.IntegrationKey, &r.ConnectionID, &r.Provider,
 		&r.ConnectionConfig, &r.Metadata, &r.Tags, &r.WebhookURLOverride, &r.AuthMode, &r.SealedCredentials,
-		&r.CredentialsExpiresAt, &r.Errors, &r.LastFetchedAt, &r.Version, &r.CreatedAt, &r.UpdatedAt}
+		&r.CredentialsExpiresAt, &r.Errors, &r.LastFetchedAt, &r.LastRefreshFailure, &r.RefreshAttempts,
+		&r.Version, &r.CreatedAt, &r.UpdatedAt}
 }
 
 func (r *connectionRow) connection() (*connections.Connection, error) {
@@ -60,6 +64,8 @@ func (r *connectionRow) connection() (*connections.Connection, error) {
 		SealedCredentials:    r.SealedCredentials,
 		CredentialsExpiresAt: utcPtr(r.CredentialsExpiresAt),
 		LastFetchedAt:        utcPtr(r.LastFetchedAt),
+		LastRefreshFailure:   utcPtr(r.LastRefreshFailure),
+		RefreshAttempts:      r.RefreshAttempts,
 		Version:              r.Version,
 		CreatedAt:            r.CreatedAt.UTC(),
 		UpdatedAt:            r.UpdatedAt.UTC(),
@@ -100,10 +106,11 @@ func connectionJSON(c *connections.Connection) (cfg, md, tags, errs any, err err
 var qCreateConnection = newQuery(`
 	INSERT INTO {s}.connections (environment_id, integration_key, connection_id, provider,
 		connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
-		credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at)
+		credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at,
+		last_refresh_failure, refresh_attempts)
 	SELECT $1::bigint, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::jsonb, $8::text,
 		$9::text, $10::text, $11::timestamptz, $12::jsonb, $13::timestamptz, 1,
-		$14::timestamptz, $15::timestamptz
+		$14::timestamptz, $15::timestamptz, $16::timestamptz, $17::integer
 	WHERE EXISTS (SELECT 1 FROM {s}.integrations WHERE environment_id = $1 AND unique_key = $2)
 	ON CONFLICT DO NOTHING
 	RETURNING id`)
@@ -120,7 +127,7 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 	err = s.get(ctx, qCreateConnection, &id,
 		c.EnvironmentID, c.IntegrationKey, c.ConnectionID, c.Provider, cfg, md, tags,
 		c.WebhookURLOverride, c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs,
-		c.LastFetchedAt, c.CreatedAt, c.UpdatedAt)
+		c.LastFetchedAt, c.CreatedAt, c.UpdatedAt, c.LastRefreshFailure, c.RefreshAttempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := s.GetIntegration(ctx, c.EnvironmentID, c.IntegrationKey); err != nil {
 			return err
@@ -207,7 +214,7 @@ var (
 	UPDATE {s}.connections SET provider = $4, connection_config = $5, metadata = $6, tags = $7,
 		webhook_url_override = $8, auth_mode = $9, sealed_credentials = $10,
 		credentials_expires_at = $11, errors = $12, last_fetched_at = $13, updated_at = $14,
-		version = version + 1
+		last_refresh_failure = $15, refresh_attempts = $16, version = version + 1
 	WHERE id = $1 AND environment_id = $2 AND version = $3
 	RETURNING version`)
 	qConnectionExists = newQuery(`SELECT EXISTS (SELECT 1 FROM {s}.connections
@@ -226,7 +233,8 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 	var version int64
 	err = s.get(ctx, qUpdateConnection, &version,
 		c.ID, c.EnvironmentID, c.Version, c.Provider, cfg, md, tags, c.WebhookURLOverride,
-		c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs, c.LastFetchedAt, c.UpdatedAt)
+		c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs, c.LastFetchedAt, c.UpdatedAt,
+		c.LastRefreshFailure, c.RefreshAttempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		var exists bool
 		err := s.get(ctx, qConnectionExists, &exists, c.ID, c.EnvironmentID)
@@ -271,4 +279,36 @@ func (s *Store) CountConnections(ctx context.Context, environmentID int64, integ
 		return 0, dbErr(ctx, "count connections", err, nil)
 	}
 	return n, nil
+}
+
+// qLockConnection locks the connection's row. A row lock rather than
+// pg_advisory_xact_lock on a hash of the identity: it needs no key space
+// shared with other advisory-lock users (Migrate, River) and cannot collide;
+// it also makes concurrent UpdateConnection and DeleteConnection wait for
+// the holder, so whatever the holder reads after locking stays current
+// until it commits; and, being a transaction lock like every row lock, it
+// is released by the commit or rollback (or by Postgres when the session
+// dies), so no holder can outlive it or release another's.
+var qLockConnection = newQuery(`SELECT 1 FROM {s}.connections
+	WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3
+	FOR UPDATE`)
+
+// LockConnection locks the connection's row (SELECT ... FOR UPDATE) until
+// the transaction of ctx ends, waiting for another transaction that holds
+// it. It must be called inside [Store.WithTx] on this Store's pool: outside
+// one it returns an error. A missing connection is store.ErrNotFound and
+// leaves the transaction usable.
+func (s *Store) LockConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	if _, ok := liveTx(ctx, s.raw); !ok {
+		return errors.New("postgres: LockConnection must be called inside WithTx")
+	}
+	var one int
+	err := s.get(ctx, qLockConnection, &one, environmentID, integrationKey, connectionID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("connection %q", connectionID)
+	}
+	if err != nil {
+		return dbErr(ctx, "lock connection", err, nil)
+	}
+	return nil
 }

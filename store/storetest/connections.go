@@ -69,6 +69,8 @@ func testConnectionCRUD(t *testing.T, s Store) {
 	upd.CredentialsExpiresAt = timePtr(at(3600))
 	upd.Errors = []connections.Error{{Type: "auth", LogID: "log-1"}}
 	upd.LastFetchedAt = timePtr(at(10))
+	upd.LastRefreshFailure = timePtr(at(20))
+	upd.RefreshAttempts = 3
 	upd.CreatedAt = at(100) // ignored
 	upd.UpdatedAt = at(10)
 	must(t, s.UpdateConnection(ctx, &upd))
@@ -236,6 +238,8 @@ func testConnectionRoundTrip(t *testing.T, s Store) {
 		CredentialsExpiresAt: timePtr(time.Date(2030, 1, 2, 3, 4, 5, 123456000, zone)),
 		Errors:               []connections.Error{{Type: "auth", LogID: "log-1"}, {Type: "sync", LogID: "log-2"}},
 		LastFetchedAt:        nil,
+		LastRefreshFailure:   timePtr(time.Date(2029, 2, 3, 4, 5, 6, 654321000, zone)),
+		RefreshAttempts:      7,
 		CreatedAt:            time.Date(1999, 12, 31, 23, 59, 59, 999999000, zone),
 		UpdatedAt:            time.Date(2038, 1, 19, 3, 14, 8, 1000, time.UTC),
 	}
@@ -256,6 +260,7 @@ func testConnectionRoundTrip(t *testing.T, s Store) {
 		"CreatedAt":            {c.CreatedAt, got.CreatedAt},
 		"UpdatedAt":            {c.UpdatedAt, got.UpdatedAt},
 		"CredentialsExpiresAt": {*c.CredentialsExpiresAt, *got.CredentialsExpiresAt},
+		"LastRefreshFailure":   {*c.LastRefreshFailure, *got.LastRefreshFailure},
 	} {
 		if !pair[0].Equal(pair[1]) {
 			t.Errorf("%s = %v, want %v", name, pair[1], pair[0])
@@ -266,12 +271,17 @@ func testConnectionRoundTrip(t *testing.T, s Store) {
 	got.CredentialsExpiresAt = nil
 	got.Errors = nil
 	got.SealedCredentials = ""
+	got.LastRefreshFailure = nil
+	got.RefreshAttempts = 0
 	must(t, s.UpdateConnection(ctx, got))
 	again, err := s.GetConnection(ctx, env.ID, "github", c.ConnectionID)
 	must(t, err)
 	diff(t, "connection after update", got, again)
 	if again.CredentialsExpiresAt != nil {
 		t.Errorf("CredentialsExpiresAt = %v, want nil", again.CredentialsExpiresAt)
+	}
+	if again.LastRefreshFailure != nil || again.RefreshAttempts != 0 {
+		t.Errorf("LastRefreshFailure = %v, RefreshAttempts = %d, want nil and 0", again.LastRefreshFailure, again.RefreshAttempts)
 	}
 }
 

@@ -27,7 +27,11 @@
 // plaintext secrets never persisted, nil versus empty metadata, timestamps to
 // the microsecond, webhook bodies byte for byte); copies that do not alias the store; transactions that
 // commit, roll back, nest, read their own writes and survive a call that
-// failed with ErrNotFound or ErrConflict; and concurrent writers.
+// failed with ErrNotFound or ErrConflict; concurrent writers; and
+// LockConnection (an error outside a transaction, ErrNotFound for a missing
+// or concurrently deleted connection, one holder at a time, a waiter that
+// proceeds only once the holder committed and then reads its writes, a
+// rollback that releases the lock).
 //
 // Beyond the doc comments of the Store interfaces, the suite pins down these
 // choices, which both shipped stores make:

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Copies", copyTests},
 		{"Tx", txTests},
 		{"Concurrency", concurrencyTests},
+		{"Lock", lockTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
