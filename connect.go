@@ -123,6 +123,20 @@ type Config struct {
 	// answer connection_refresh_backoff without calling the provider for
 	// this long. Defaults to 30 seconds; negative disables it.
 	RefreshBackoff time.Duration
+
+	// ConnectSessionTTL is the lifetime of a connect session token
+	// (POST /connect/sessions). Defaults to 30 minutes.
+	ConnectSessionTTL time.Duration
+	// ConnectUIURL is the address of the pre-built connect UI: a session's
+	// connect_link is it with ?session_token=<token>. Defaults to
+	// PublicURL + "/connect/" (or the relative "/connect/" without a
+	// PublicURL). Must be an absolute http or https URL when set.
+	ConnectUIURL string
+	// CredentialCheckTimeout bounds the request that checks the
+	// credentials an end user enters through a connect session (the
+	// provider's verification endpoint), and the token request of a
+	// client-credentials connection. Defaults to 10 seconds.
+	CredentialCheckTimeout time.Duration
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -145,6 +159,7 @@ type Service struct {
 	environments *environments.Service
 	integrations *integrations.Service
 	connections  *connections.Service
+	sessions     *connections.Sessions
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
@@ -202,6 +217,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.RefreshThreshold < 0 || cfg.RefreshTimeout < 0 {
 		return nil, errors.New("connect: Config.RefreshThreshold and Config.RefreshTimeout must not be negative")
 	}
+	if cfg.ConnectSessionTTL < 0 || cfg.CredentialCheckTimeout < 0 {
+		return nil, errors.New("connect: Config.ConnectSessionTTL and Config.CredentialCheckTimeout must not be negative")
+	}
+	if cfg.ConnectUIURL != "" {
+		u, err := url.Parse(cfg.ConnectUIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("connect: Config.ConnectUIURL %q must be an absolute http or https URL", cfg.ConnectUIURL)
+		}
+	} else {
+		cfg.ConnectUIURL = cfg.PublicURL + "/connect/"
+	}
 	if cfg.MaxRequestBody < 0 {
 		return nil, errors.New("connect: Config.MaxRequestBody must not be negative")
 	}
@@ -234,6 +260,22 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.setupRefresh()
+	s.sessions, err = connections.NewSessions(s.connections, connections.SessionsConfig{
+		Store:        cfg.Store,
+		Environments: cfg.Store,
+		Integrations: s.integrations,
+		Notifier:     s.notifier,
+		Limiter:      s.limiter,
+		Logger:       cfg.Logger,
+		TTL:          cfg.ConnectSessionTTL,
+		ConnectUIURL: cfg.ConnectUIURL,
+		PublicURL:    cfg.PublicURL,
+		CheckTimeout: cfg.CredentialCheckTimeout,
+		MaxBody:      cfg.MaxRequestBody,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
 	return s, nil
 }
 
@@ -273,6 +315,11 @@ func (s *Service) Integrations() *integrations.Service { return s.integrations }
 
 // Connections manages connections.
 func (s *Service) Connections() *connections.Service { return s.connections }
+
+// ConnectSessions manages connect sessions: create them from Go (as
+// POST /connect/sessions does), authenticate their tokens, and run the
+// non-OAuth auth calls of the frontend client.
+func (s *Service) ConnectSessions() *connections.Sessions { return s.sessions }
 
 // ListLogs lists operations log entries, newest first.
 func (s *Service) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
@@ -341,27 +388,43 @@ func (s *Service) ReencryptSecrets(ctx context.Context) (int, error) {
 }
 
 // APIHandler serves the API-key routes: providers, integrations,
-// connections and environment variables. Mount it at the root of a mux, or
-// under a prefix with http.StripPrefix.
+// connections, connect sessions and environment variables. GET /integrations
+// and GET /providers/{provider} also accept a connect session token as
+// bearer, as the connect UI calls them (the integrations listed are then
+// those the session allows); every other route refuses one. Mount it at the
+// root of a mux, or under a prefix with http.StripPrefix.
 func (s *Service) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
+	return s.sessions.Bearer(mux)
+}
+
+// ConnectHandler serves the routes a browser calls with a connect session
+// token and no API key, with CORS (any origin): GET and DELETE
+// /connect/session (the connect UI) and the frontend client's non-OAuth
+// auth calls POST /api-auth/api-key/{integration},
+// /api-auth/basic/{integration}, /oauth2/auth/{integration} and
+// /auth/unauthenticated/{integration}. Handler includes them.
+func (s *Service) ConnectHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.sessions.PublicRoutes(mux)
 	return mux
 }
 
-// Handler serves every route of the service: the API-key routes of
-// APIHandler and the unauthenticated GET /health,
+// Handler serves every route of the service: the routes of APIHandler and
+// ConnectHandler, and the unauthenticated GET /health,
 // GET /providers/{provider}/logo.svg and POST /webhook/{environment}/{integration}
 // (providers' webhooks, verified by the provider's signature).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
+	s.sessions.PublicRoutes(mux)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"result": "ok"})
 	})
 	mux.Handle("GET /providers/{provider}/logo.svg", s.integrations.LogoHandler())
 	mux.Handle(webhooks.IncomingPattern, s.incomingHandler())
-	return mux
+	return s.sessions.Bearer(mux)
 }
 
 // incomingHandler receives providers' webhooks and forwards them through the
@@ -396,17 +459,29 @@ func (s *Service) incomingHandler() http.Handler {
 func (s *Service) registerAPI(mux *http.ServeMux) {
 	rt := &httpapi.Router{
 		Mux:          mux,
-		Authenticate: s.environments.Authenticate,
+		Authenticate: s.authenticate,
 		Limiter:      s.limiter,
 		Logger:       s.logger,
 		MaxBody:      s.cfg.MaxRequestBody,
 	}
 	s.integrations.Routes(rt, s.cfg.PublicURL)
 	s.connections.Routes(rt)
+	s.sessions.Routes(rt)
 	s.environments.Routes(rt)
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
 	}))
+}
+
+// authenticate resolves the API key of an API request. A connect session
+// token is not an API key: it gets a 401 that says so.
+func (s *Service) authenticate(ctx context.Context, key string) (*httpapi.Principal, error) {
+	p, err := s.environments.Authenticate(ctx, key)
+	if err != nil && errors.Is(err, store.ErrUnauthorized) && connections.LooksLikeSessionToken(key) {
+		return nil, store.Errorf(store.ErrUnauthorized, "unknown_account",
+			"Authentication failed: a connect session token is not an API key; only GET /integrations, GET /providers/{provider} and the connect routes accept one.")
+	}
+	return p, err
 }
 
 // setupWebhooks builds the Scheduler, the webhook Notifier and Deliverer,

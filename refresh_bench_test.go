@@ -25,11 +25,12 @@ import (
 //
 //   - refreshes/s: 8 goroutines get distinct connections whose tokens
 //     expire in 5 minutes, each get refreshing one;
+//
 //   - the latency of a get that waits on another instance's refresh of the
 //     same connection (two Services on one database, started together)
 //     against a get of a connection that needs no refresh.
 //
-//	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkRefresh -benchtime 2000x .
+//     TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkRefresh -benchtime 2000x .
 func BenchmarkRefresh(b *testing.B) {
 	ctx := context.Background()
 	var calls atomic.Int64

@@ -18,6 +18,7 @@ type Store interface {
 	environments.Store
 	integrations.Store
 	connections.Store
+	connections.SessionStore
 	oplog.Store
 	webhooks.Store
 }

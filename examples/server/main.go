@@ -62,6 +62,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://localhost:" + port
 	}
+	// A connect session's connect_link is the connect UI's address with
+	// ?session_token=: CONNECT_UI_URL, else CONNECT_PUBLIC_URL + "/connect/".
+	cfg.ConnectUIURL = getenv("CONNECT_UI_URL")
 	if v := getenv("CONNECT_RATE_LIMIT"); v != "" {
 		if cfg.RateLimitRequests, err = strconv.Atoi(v); err != nil {
 			return fmt.Errorf("CONNECT_RATE_LIMIT %q is not an integer", v)
@@ -158,7 +161,7 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	logger.Info("listening", "addr", srv.Addr, "public_url", cfg.PublicURL)
+	logger.Info("listening", "addr", srv.Addr, "public_url", cfg.PublicURL, "connect_ui_url", connectUIURL(cfg))
 
 	select {
 	case err := <-errc:
@@ -172,6 +175,14 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return svc.Stop(shutdownCtx)
+}
+
+// connectUIURL is where connect links point (see connect.Config.ConnectUIURL).
+func connectUIURL(cfg connect.Config) string {
+	if cfg.ConnectUIURL != "" {
+		return cfg.ConnectUIURL
+	}
+	return strings.TrimRight(cfg.PublicURL, "/") + "/connect/"
 }
 
 // encryptionKeys reads CONNECT_ENCRYPTION_KEY (the primary) and

@@ -161,6 +161,7 @@ func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integ
 	}
 	delete(s.d.conns, id)
 	delete(s.d.connIndex, k)
+	delete(s.d.sessionConns, id)
 	return nil
 }
 

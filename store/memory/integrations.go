@@ -125,6 +125,7 @@ func (s *Store) DeleteIntegration(ctx context.Context, environmentID int64, uniq
 		if c.EnvironmentID == environmentID && c.IntegrationKey == uniqueKey {
 			delete(s.d.conns, id)
 			delete(s.d.connIndex, connKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
+			delete(s.d.sessionConns, id)
 		}
 	}
 	delete(s.d.integrations, in.ID)

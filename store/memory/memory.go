@@ -56,6 +56,16 @@ type data struct {
 	logIDs map[string]struct{}
 	// deliveries are the webhook deliveries by ID.
 	deliveries map[string]*webhooks.Delivery
+
+	lastSessionID int64
+	// sessions are the connect sessions by ID; sessionIndex finds one
+	// from its token hash.
+	sessions     map[int64]*connections.Session
+	sessionIndex map[string]int64
+	// sessionConns holds the IDs of the connections created through a
+	// connect session. IDs are never reused, so the mark of a deleted
+	// connection never applies to another one.
+	sessionConns map[int64]struct{}
 }
 
 func newData() *data {
@@ -68,6 +78,9 @@ func newData() *data {
 		connIndex:    map[connKey]int64{},
 		logIDs:       map[string]struct{}{},
 		deliveries:   map[string]*webhooks.Delivery{},
+		sessions:     map[int64]*connections.Session{},
+		sessionIndex: map[string]int64{},
+		sessionConns: map[int64]struct{}{},
 	}
 }
 
@@ -84,6 +97,9 @@ func (d *data) snapshot() *data {
 	c.logs = d.logs[:len(d.logs):len(d.logs)]
 	c.logIDs = maps.Clone(d.logIDs)
 	c.deliveries = maps.Clone(d.deliveries)
+	c.sessions = maps.Clone(d.sessions)
+	c.sessionIndex = maps.Clone(d.sessionIndex)
+	c.sessionConns = maps.Clone(d.sessionConns)
 	return &c
 }
 

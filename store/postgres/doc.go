@@ -34,7 +34,14 @@
 //     DELETE CASCADE and ON UPDATE RESTRICT, which is what refuses to rename
 //     an integration that has connections; connection_config, metadata, tags
 //     (GIN-indexed for the tags filter) and errors jsonb, SQL NULL for nil;
-//     version bigint for optimistic updates.
+//     version bigint for optimistic updates; created_by_connect_session
+//     boolean, the mark of connections created through a connect session.
+//   - connect_sessions: unique token_hash (bytea, the SHA-256 of the token;
+//     the token itself is never stored); environment_id references
+//     environments, ON DELETE CASCADE; integration_key and connection_id
+//     of a reconnect session (empty otherwise); allowed_integrations text[];
+//     sealed_integrations_config_defaults text; overrides and tags jsonb;
+//     indexed by expires_at for pruning.
 //   - operations_log: text id primary key; indexes for each filter, newest
 //     first.
 //   - rate_limits: the counters of [RateLimiter].

@@ -50,6 +50,13 @@
 //     alone. DeliveryFilter.EnvironmentID 0 matches every environment, and
 //     ListDeliveries orders by CreatedAt, then ID, both descending. A body
 //     comes back byte for byte, never nil (an empty body is empty).
+//   - Connect sessions are found by token hash, expired or not; deleting
+//     one of another environment is ErrNotFound; DeleteExpiredConnectSessions
+//     deletes those that expired strictly before the time, soonest first.
+//     A session's nil Tags stay nil and empty Tags stay empty; its plaintext
+//     IntegrationsConfigDefaults are never persisted. A connection's session
+//     mark survives updates and dies with the connection (a connection
+//     created again under the same id is not marked).
 //   - Timestamps are given with microsecond precision, as the services
 //     store them; JSON values (metadata, config, log meta) come back as
 //     encoding/json decodes them (numbers as float64).

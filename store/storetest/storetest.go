@@ -21,6 +21,7 @@ type Store interface {
 	environments.Store
 	integrations.Store
 	connections.Store
+	connections.SessionStore
 	oplog.Store
 	webhooks.Store
 }
@@ -49,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Tx", txTests},
 		{"Concurrency", concurrencyTests},
 		{"Lock", lockTests},
+		{"Sessions", sessionTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

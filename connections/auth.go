@@ -1,0 +1,653 @@
+package connections
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
+)
+
+// Wire codes of the non-OAuth auth flows (HTTP 400), as the frontend client
+// surfaces them in AuthError.type.
+const (
+	CodeIntegrationNotAllowed    = "integration_not_allowed"
+	CodeInvalidAuthMode          = "invalid_auth_mode"
+	CodeInvalidCredentials       = "invalid_credentials"
+	CodeMissingConnectionConfig  = "missing_connection_config"
+	CodeInvalidConnectionConfig  = "invalid_connection_config"
+	CodeConnectionValidationFail = "connection_validation_failed"
+)
+
+// AuthorizeInput is one non-OAuth auth call of a connect session: the
+// frontend client's POST /api-auth/api-key/{integration},
+// /api-auth/basic/{integration}, /oauth2/auth/{integration} or
+// /auth/unauthenticated/{integration}.
+type AuthorizeInput struct {
+	// IntegrationKey is the integration to connect.
+	IntegrationKey string
+	// Mode is the auth mode of the call: AuthModeAPIKey, AuthModeBasic,
+	// AuthModeOAuth2CC or AuthModeNone. It must match the integration's
+	// provider.
+	Mode string
+	// ConnectionID is the connection id the client asked for. A connect
+	// session chooses the id itself (a new UUID), so it is ignored, except
+	// on a reconnect session, where it must be empty or the session's.
+	ConnectionID string
+	// Params are the end user's connection config values (params[...]).
+	// They win over the session's integrations_config_defaults.
+	Params map[string]string
+	// Credentials hold what the end user typed: APIKey; Username and
+	// Password; ClientID and ClientSecret. Type is set from Mode.
+	Credentials Credentials
+}
+
+// AuthResult is the outcome of a successful auth call.
+type AuthResult struct {
+	Connection *Connection
+	// Created is false when an existing connection was re-authorized.
+	Created bool
+}
+
+// Authorize runs a non-OAuth auth call of a live session (see
+// Authenticate): it checks that the session may connect the integration
+// and that the integration's auth mode is Mode, builds the connection
+// config and credentials, checks the credentials with the provider when
+// its catalogue entry describes a verification request (or fetches the
+// token of a client-credentials provider), and then stores the connection,
+// its session mark, an operations log entry and the auth webhook in one
+// transaction. When a check fails nothing is stored but a log entry.
+func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeInput) (*AuthResult, error) {
+	key := in.IntegrationKey
+	if !sess.Allows(key) {
+		return nil, store.Invalid(CodeIntegrationNotAllowed, fmt.Sprintf("The connect session does not allow the integration %q.", key))
+	}
+	it, err := ss.conns.integrations.GetIntegration(ctx, sess.EnvironmentID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, store.NotFound("unknown_provider_config", "The integration %q was not found.", key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, ok := ss.conns.catalog.Get(it.Provider)
+	if !ok {
+		return nil, store.Invalid("unknown_provider_template", fmt.Sprintf("The provider %q of integration %q is not in the catalogue.", it.Provider, key))
+	}
+	if !modeMatches(p, in.Mode) {
+		return nil, store.Invalid(CodeInvalidAuthMode, fmt.Sprintf("The integration %q uses the auth mode %s, not %s.", key, p.AuthMode, in.Mode))
+	}
+	connectionID := newConnectionID()
+	var existing map[string]any
+	if sess.Reconnecting() {
+		if in.ConnectionID != "" && in.ConnectionID != sess.ConnectionID {
+			return nil, httpapi.InvalidQuery("connection_id", "must be the connection of the reconnect session")
+		}
+		connectionID = sess.ConnectionID
+		c, err := ss.conns.store.GetConnection(ctx, sess.EnvironmentID, key, connectionID)
+		if err != nil {
+			return nil, ss.conns.notFound(ctx, err, sess.EnvironmentID, key, connectionID)
+		}
+		existing = c.ConnectionConfig
+	}
+	overlay, err := ss.connectionConfig(sess, key, in.Params)
+	if err != nil {
+		return nil, err
+	}
+	// The values a template sees: the stored config (when reconnecting)
+	// under the new values.
+	cfg := stringMap(existing)
+	for k, v := range stringMap(overlay) {
+		cfg[k] = v
+	}
+	if err := checkRequiredConfig(p, cfg, overlay); err != nil {
+		return nil, err
+	}
+	templates := []string{}
+	if p.Proxy != nil {
+		templates = append(templates, p.Proxy.BaseURL)
+		if p.Proxy.Verification != nil {
+			templates = append(templates, p.Proxy.Verification.BaseURLOverride)
+		}
+	}
+	if in.Mode == AuthModeOAuth2CC {
+		templates = append(templates, p.TokenURL)
+	}
+	if err := checkURLValues(templates, cfg); err != nil {
+		return nil, err
+	}
+	creds, err := authCredentials(p, in)
+	if err != nil {
+		return nil, err
+	}
+	op := webhooks.OperationCreation
+	if sess.Reconnecting() {
+		op = webhooks.OperationOverride
+	}
+	switch in.Mode {
+	case AuthModeAPIKey, AuthModeBasic:
+		err = ss.verify(ctx, p, creds, cfg)
+	case AuthModeOAuth2CC:
+		var tokenConfig map[string]any
+		creds, tokenConfig, err = ss.clientCredentials(ctx, p, creds, cfg)
+		for k, v := range tokenConfig {
+			overlay[k] = v
+		}
+	}
+	if err != nil {
+		ss.logFailure(ctx, sess, key, connectionID, op, in.Mode, err)
+		return nil, err
+	}
+	c, created, err := ss.save(ctx, sess, it, connectionID, creds, overlay)
+	if err != nil {
+		return nil, err
+	}
+	return &AuthResult{Connection: c, Created: created}, nil
+}
+
+// modeMatches reports whether an auth call of mode may connect p.
+func modeMatches(p *integrations.Provider, mode string) bool {
+	switch mode {
+	case AuthModeAPIKey, AuthModeBasic, AuthModeNone:
+		return p.AuthMode == mode
+	case AuthModeOAuth2CC:
+		return p.UsesClientCredentials()
+	}
+	return false
+}
+
+// isClientWebhookKey reports whether a params key names a webhook URL. A
+// webhook URL set from the client side is ignored: only the session (and
+// the API) may set one.
+func isClientWebhookKey(k string) bool {
+	n := strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == ' ' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, k)
+	return strings.Contains(n, "webhookurl")
+}
+
+// connectionConfig merges the end user's params over the session's
+// defaults for the integration. The OAuth client overrides are dropped:
+// they are secrets that a non-OAuth connection has no use for.
+func (ss *Sessions) connectionConfig(sess *Session, key string, params map[string]string) (map[string]any, error) {
+	merged := map[string]string{}
+	if d, ok := sess.IntegrationsConfigDefaults[key]; ok {
+		maps.Copy(merged, d.ConnectionConfig)
+	}
+	if err := checkStringMap(params, "params"); err != nil {
+		return nil, store.Invalid("invalid_query_params", "The query is invalid.", fieldErrors(err)...)
+	}
+	maps.Copy(merged, params)
+	out := make(map[string]any, len(merged))
+	for k, v := range merged {
+		if k == ConfigOAuthClientIDOverride || k == ConfigOAuthClientSecretOverride || isClientWebhookKey(k) {
+			continue
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func fieldErrors(err error) []store.FieldError {
+	var e *store.Error
+	if errors.As(err, &e) {
+		return e.Errors
+	}
+	return nil
+}
+
+// checkRequiredConfig fills the default value of a required connection
+// config field the end user left empty (into overlay) and answers
+// missing_connection_config naming the fields still empty. A field whose
+// value does not match its pattern is invalid_connection_config.
+func checkRequiredConfig(p *integrations.Provider, cfg map[string]string, overlay map[string]any) error {
+	var missing []store.FieldError
+	for _, k := range slices.Sorted(maps.Keys(p.ConnectionConfig)) {
+		f := p.ConnectionConfig[k]
+		v := cfg[k]
+		if v == "" && !f.Optional && !f.Automated {
+			if f.DefaultValue == "" {
+				missing = append(missing, store.FieldError{Code: "required", Message: "is required", Path: []string{"params", k}})
+				continue
+			}
+			v = f.DefaultValue
+			cfg[k], overlay[k] = v, v
+		}
+		if v != "" && !matches(f.Pattern, v) {
+			return store.Invalid(CodeInvalidConnectionConfig, fmt.Sprintf("The connection config %q does not match the pattern %s.", k, f.Pattern),
+				store.FieldError{Code: "invalid_value", Message: "does not match " + f.Pattern, Path: []string{"params", k}})
+		}
+	}
+	if len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = m.Path[1]
+		}
+		return store.Invalid(CodeMissingConnectionConfig, fmt.Sprintf("The integration needs the connection config %s (params[%s]).",
+			strings.Join(names, ", "), names[0]), missing...)
+	}
+	return nil
+}
+
+// matches reports whether v matches a catalogue pattern. Patterns are
+// written for JavaScript; one that Go's regexp package cannot compile is
+// not enforced.
+func matches(pattern, v string) bool {
+	if pattern == "" {
+		return true
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return true
+	}
+	return re.MatchString(v)
+}
+
+// checkURLValues refuses connection config values that would change the
+// host of a URL template they are inserted into: a value that does not
+// start a template alternative (and so does not supply the whole origin,
+// as an instance URL does) must not hold '/', '?', '#', '@', '\', '%',
+// spaces or control characters.
+func checkURLValues(templates []string, cfg map[string]string) error {
+	for _, tmpl := range templates {
+		for _, alt := range strings.Split(tmpl, "||") {
+			alt = strings.TrimSpace(alt)
+			names, err := integrations.Placeholders(alt)
+			if err != nil {
+				continue
+			}
+			for i, n := range names {
+				k, ok := strings.CutPrefix(n, "connectionConfig.")
+				if !ok || cfg[k] == "" || (i == 0 && strings.HasPrefix(alt, "${")) {
+					continue
+				}
+				if strings.ContainsAny(cfg[k], `/?#@\%`) || strings.IndexFunc(cfg[k], func(r rune) bool {
+					return unicode.IsSpace(r) || unicode.IsControl(r)
+				}) >= 0 {
+					return store.Invalid(CodeInvalidConnectionConfig, fmt.Sprintf("The connection config %q is not a valid part of a URL.", k),
+						store.FieldError{Code: "invalid_value", Message: `must not hold / ? # @ \ %, spaces or control characters`, Path: []string{"params", k}})
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// authCredentials checks what the end user typed against the mode and the
+// provider's credential fields and returns the credentials to store.
+func authCredentials(p *integrations.Provider, in AuthorizeInput) (*Credentials, error) {
+	c := in.Credentials
+	c.Type = in.Mode
+	var fields map[string]string
+	var required []string
+	switch in.Mode {
+	case AuthModeAPIKey:
+		fields = map[string]string{"apiKey": c.APIKey}
+		required = []string{"apiKey"}
+	case AuthModeBasic:
+		fields = map[string]string{"username": c.Username, "password": c.Password}
+		required = []string{"username"}
+	case AuthModeOAuth2CC:
+		fields = map[string]string{"client_id": c.ClientID, "client_secret": c.ClientSecret}
+		required = []string{"client_id", "client_secret"}
+	case AuthModeNone:
+		return &Credentials{Type: AuthModeNone}, nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Credentials)) {
+		if _, known := fields[k]; known && !p.Credentials[k].Optional && !p.Credentials[k].Automated && !slices.Contains(required, k) {
+			required = append(required, k)
+		}
+	}
+	for _, k := range required {
+		if strings.TrimSpace(fields[k]) == "" {
+			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credentials need %s.", k),
+				store.FieldError{Code: "required", Message: "is required", Path: []string{k}})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[k]
+		if len(v) > 64<<10 || strings.IndexByte(v, 0) >= 0 {
+			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s is too long or holds a NUL character.", k),
+				store.FieldError{Code: "invalid_value", Message: "is at most 64 KiB without NUL characters", Path: []string{k}})
+		}
+		if f, ok := p.Credentials[k]; ok && v != "" && !matches(f.Pattern, v) {
+			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s does not match the pattern %s.", k, f.Pattern),
+				store.FieldError{Code: "invalid_value", Message: "does not match " + f.Pattern, Path: []string{k}})
+		}
+	}
+	return &c, nil
+}
+
+// validationFailed is the error of a refused credential check.
+func validationFailed(format string, args ...any) error {
+	return store.Invalid(CodeConnectionValidationFail, fmt.Sprintf(format, args...))
+}
+
+// verify runs the provider's verification request, when its catalogue
+// entry describes one, with the credentials injected as the proxy would
+// inject them: the proxy's header and query templates, plus HTTP Basic
+// authentication for BASIC providers whose headers set no Authorization.
+// Any 2xx answer of one of the endpoints passes.
+func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds *Credentials, cfg map[string]string) error {
+	if p.Proxy == nil || p.Proxy.Verification == nil {
+		return nil
+	}
+	vf := p.Proxy.Verification
+	vars := integrations.TemplateVars{ConnectionConfig: cfg, APIKey: creds.APIKey, Credentials: map[string]string{}}
+	switch creds.Type {
+	case AuthModeAPIKey:
+		vars.Credentials["apiKey"] = creds.APIKey
+	case AuthModeBasic:
+		vars.Credentials["username"], vars.Credentials["password"] = creds.Username, creds.Password
+	}
+	baseTmpl := vf.BaseURLOverride
+	if baseTmpl == "" {
+		baseTmpl = p.Proxy.BaseURL
+	}
+	if baseTmpl == "" {
+		return nil // nothing to call: the catalogue entry is incomplete
+	}
+	base, err := integrations.Interpolate(baseTmpl, vars)
+	if err != nil {
+		return missingTemplateValues(err, "the provider's base URL")
+	}
+	bu, err := url.Parse(base)
+	if err != nil || (bu.Scheme != "http" && bu.Scheme != "https") || bu.Host == "" {
+		return validationFailed("The provider's base URL %q is not an absolute http(s) URL.", base)
+	}
+	header := http.Header{}
+	for _, k := range slices.Sorted(maps.Keys(p.Proxy.Headers)) {
+		if v, err := integrations.Interpolate(p.Proxy.Headers[k], vars); err == nil {
+			header.Set(k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(vf.Headers)) {
+		if v, err := integrations.Interpolate(vf.Headers[k], vars); err == nil {
+			header.Set(k, v)
+		}
+	}
+	if creds.Type == AuthModeBasic && header.Get("Authorization") == "" {
+		header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(creds.Username+":"+creds.Password)))
+	}
+	query := url.Values{}
+	for _, k := range slices.Sorted(maps.Keys(p.Proxy.Query)) {
+		if v, err := integrations.Interpolate(p.Proxy.Query[k], vars); err == nil {
+			query.Set(k, v)
+		}
+	}
+	method := vf.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	secrets := []string{creds.APIKey, creds.Password}
+	ctx, cancel := context.WithTimeout(ctx, ss.cfg.CheckTimeout)
+	defer cancel()
+	var last string
+	for _, tmpl := range vf.Endpoints {
+		ep, err := integrations.Interpolate(tmpl, vars)
+		if err != nil {
+			return missingTemplateValues(err, "the provider's verification endpoint")
+		}
+		target, err := joinURL(bu, ep, query)
+		if err != nil {
+			return validationFailed("The provider's verification endpoint %q is invalid.", ep)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, target, nil)
+		if err != nil {
+			return validationFailed("The provider's verification request cannot be built.")
+		}
+		req.Header = header.Clone()
+		req.Header.Set("Accept", "application/json")
+		resp, err := ss.cfg.HTTPClient.Do(req)
+		if err != nil {
+			last = "the provider could not be reached: " + sanitize(redactErr(err).Error(), 200, secrets)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			return nil
+		}
+		last = fmt.Sprintf("the provider answered %s to %s %s", resp.Status, method, sanitize(req.URL.Path, 200, secrets))
+	}
+	if last == "" {
+		return nil // no endpoint listed
+	}
+	return validationFailed("The credentials were refused: %s.", last)
+}
+
+// joinURL appends an endpoint (a path, possibly with its own query) to the
+// base URL and adds the query.
+func joinURL(base *url.URL, endpoint string, query url.Values) (string, error) {
+	path, rawQuery, _ := strings.Cut(endpoint, "?")
+	u := *base
+	u.Path = strings.TrimRight(base.Path, "/") + "/" + strings.TrimLeft(path, "/")
+	u.RawPath = ""
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", err
+	}
+	for k, vs := range base.Query() {
+		for _, v := range vs {
+			q.Add(k, v)
+		}
+	}
+	for k, vs := range query {
+		for _, v := range vs {
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	u.Fragment = ""
+	return u.String(), nil
+}
+
+// missingTemplateValues turns a template that cannot be filled into
+// missing_connection_config (or a catalogue problem into a failed check).
+func missingTemplateValues(err error, what string) error {
+	var mv *integrations.MissingValueError
+	if errors.As(err, &mv) {
+		var fe []store.FieldError
+		for _, n := range mv.Names {
+			if k, ok := strings.CutPrefix(n, "connectionConfig."); ok {
+				fe = append(fe, store.FieldError{Code: "required", Message: "is required", Path: []string{"params", k}})
+			}
+		}
+		if len(fe) > 0 {
+			return store.Invalid(CodeMissingConnectionConfig, fmt.Sprintf("%s needs %s.", upperFirst(what), strings.Join(mv.Names, ", ")), fe...)
+		}
+		return store.Invalid(CodeInvalidCredentials, fmt.Sprintf("%s needs %s.", upperFirst(what), strings.Join(mv.Names, ", ")))
+	}
+	return validationFailed("%s cannot be built.", upperFirst(what))
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// clientCredentials fetches a token with the client_credentials grant, as
+// the refresher does, and returns the OAUTH2_CC credentials and the
+// connection config values the provider's token_response_metadata names.
+func (ss *Sessions) clientCredentials(ctx context.Context, p *integrations.Provider, creds *Credentials, cfg map[string]string) (*Credentials, map[string]any, error) {
+	tmp := &Connection{ConnectionConfig: make(map[string]any, len(cfg)), Credentials: creds}
+	for k, v := range cfg {
+		tmp.ConnectionConfig[k] = v
+	}
+	tr, err := ss.cc.call(ctx, p, tmp, GrantClientCredentials)
+	if err != nil {
+		var re *RefreshError
+		if errors.As(err, &re) {
+			return nil, nil, validationFailed("The provider refused the client credentials: %s.", re.summary())
+		}
+		return nil, nil, err
+	}
+	out := mergeTokens(creds, tr, GrantClientCredentials, ss.conns.nowUTC())
+	meta := map[string]any{}
+	for _, path := range p.TokenResponseMetadata {
+		if v, ok := lookupPath(tr.Raw, path); ok {
+			meta[path] = v
+		}
+	}
+	return out, meta, nil
+}
+
+// logFailure records a refused auth call in the operations log. It is best
+// effort: the caller answers the refusal anyway.
+func (ss *Sessions) logFailure(ctx context.Context, sess *Session, key, connectionID, op, mode string, cause error) {
+	var e *store.Error
+	code, msg := "", cause.Error()
+	if errors.As(cause, &e) {
+		code, msg = e.Code, e.Message
+	}
+	_, err := ss.conns.log.Record(ctx, &oplog.Entry{EnvironmentID: sess.EnvironmentID, Type: "auth", Operation: op,
+		Status: oplog.StatusFailure, IntegrationKey: key, ConnectionID: connectionID, Message: msg,
+		Meta: map[string]any{"auth_mode": mode, "error": code, "connect_session_id": sess.ID}})
+	if err != nil {
+		ss.cfg.Logger.WarnContext(ctx, "recording a failed auth call failed", "err", err)
+	}
+}
+
+// save creates the connection (or re-authorizes the session's), marks it
+// as created through a session, and records the log entry and the auth
+// webhook, in one transaction.
+func (ss *Sessions) save(ctx context.Context, sess *Session, it *integrations.Integration, connectionID string,
+	creds *Credentials, overlay map[string]any) (*Connection, bool, error) {
+	var out *Connection
+	created := !sess.Reconnecting()
+	err := ss.conns.store.WithTx(ctx, func(ctx context.Context) error {
+		var err error
+		if created {
+			now := ss.conns.nowUTC()
+			c := &Connection{
+				EnvironmentID:      sess.EnvironmentID,
+				IntegrationKey:     it.UniqueKey,
+				ConnectionID:       connectionID,
+				Provider:           it.Provider,
+				ConnectionConfig:   maps.Clone(overlay),
+				Tags:               maps.Clone(sess.Tags),
+				WebhookURLOverride: sess.WebhookURLOverride,
+				Credentials:        creds,
+				Errors:             []Error{},
+				CreatedAt:          now,
+				UpdatedAt:          now,
+			}
+			if err := ss.conns.seal(c); err != nil {
+				return err
+			}
+			if err := ss.conns.store.CreateConnection(ctx, c); err != nil {
+				return err
+			}
+			out = c
+		} else {
+			out, err = ss.conns.mutate(ctx, sess.EnvironmentID, it.UniqueKey, connectionID, func(c *Connection) error {
+				c.Credentials = creds
+				c.Errors = []Error{}
+				c.LastRefreshFailure = nil
+				c.RefreshAttempts = 0
+				if c.ConnectionConfig == nil {
+					c.ConnectionConfig = map[string]any{}
+				}
+				maps.Copy(c.ConnectionConfig, overlay)
+				if sess.Tags != nil {
+					c.Tags = maps.Clone(sess.Tags)
+				}
+				if sess.WebhookURLOverride != "" {
+					c.WebhookURLOverride = sess.WebhookURLOverride
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if err := ss.cfg.Store.MarkSessionConnection(ctx, out.EnvironmentID, out.ID); err != nil {
+			return err
+		}
+		op := webhooks.OperationCreation
+		msg := "connection created through a connect session"
+		if !created {
+			op = webhooks.OperationOverride
+			msg = "connection re-authorized through a connect session"
+		}
+		if _, err := ss.conns.log.Record(ctx, &oplog.Entry{EnvironmentID: out.EnvironmentID, Type: "auth", Operation: op,
+			IntegrationKey: out.IntegrationKey, ConnectionID: out.ConnectionID, Message: msg,
+			Meta: map[string]any{"auth_mode": out.AuthMode, "provider": out.Provider, "connect_session_id": sess.ID}}); err != nil {
+			return err
+		}
+		return ss.notify(ctx, out, op)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+// notify sends the auth webhook of a connection a session created or
+// re-authorized.
+func (ss *Sessions) notify(ctx context.Context, c *Connection, op string) error {
+	if ss.cfg.Notifier == nil {
+		return nil
+	}
+	env, err := ss.cfg.Environments.GetEnvironment(ctx, c.EnvironmentID)
+	if err != nil {
+		return err
+	}
+	return ss.cfg.Notifier.Notify(ctx, webhooks.Event{EnvironmentID: c.EnvironmentID, IntegrationKey: c.IntegrationKey,
+		ConnectionID: c.ConnectionID, Type: webhooks.TypeAuth, Operation: op, Payload: AuthPayload(c, env, op)})
+}
+
+// AuthPayload is the body of the successful auth webhook of operation op
+// (creation or override) for c: its tags, and the end user they name.
+func AuthPayload(c *Connection, env *environments.Environment, op string) *webhooks.AuthPayload {
+	p := &webhooks.AuthPayload{
+		ConnectionID:      c.ConnectionID,
+		AuthMode:          c.AuthMode,
+		ProviderConfigKey: c.IntegrationKey,
+		Provider:          c.Provider,
+		Environment:       env.Name,
+		Operation:         op,
+		Success:           true,
+		Tags:              maps.Clone(c.Tags),
+	}
+	if id := c.Tags[TagEndUserID]; id != "" {
+		p.EndUser = &webhooks.EndUser{EndUserID: id, OrganizationID: c.Tags[TagOrganizationID],
+			EndUserEmail: c.Tags[TagEndUserEmail], Tags: endUserOwnTags(c.Tags)}
+	}
+	return p
+}
+
+// endUserOwnTags are the tags but the conventional end user and
+// organization keys.
+func endUserOwnTags(tags map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range tags {
+		switch k {
+		case TagEndUserID, TagEndUserEmail, TagEndUserDisplayName, TagOrganizationID, TagOrganizationDisplayName:
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
