@@ -156,10 +156,20 @@ func BenchmarkWebhookOutbox(b *testing.B) {
 			b.Fatal(err)
 		}
 		reset(n)
-		for i := range n {
-			if err := st.WithTx(ctx, func(ctx context.Context) error { return svc.Notify(ctx, event(i)) }); err != nil {
-				b.Fatal(err)
-			}
+		var fill sync.WaitGroup
+		for w := range benchWorkers {
+			fill.Go(func() {
+				for i := w; i < n; i += benchWorkers {
+					if err := st.WithTx(ctx, func(ctx context.Context) error { return svc.Notify(ctx, event(i)) }); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		fill.Wait()
+		if b.Failed() {
+			b.FailNow()
 		}
 		if err := svc.Start(ctx); err != nil {
 			b.Fatal(err)

@@ -394,16 +394,47 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 	if err != nil {
 		return nil, err
 	}
-	secrets := []string{creds.RefreshToken, creds.AccessToken, creds.Token, clientSecret}
-	vars := integrations.TemplateVars{ConnectionConfig: stringMap(c.ConnectionConfig), ClientID: clientID, ClientSecret: clientSecret}
-	tmpl, params := p.TokenURL, p.TokenParams
-	if grant == GrantRefreshToken {
-		params = p.RefreshParams
-		if p.RefreshURL != "" {
-			tmpl = p.RefreshURL
-		}
+	tq := tokenRequest{
+		provider:     p,
+		endpoint:     p.TokenURL,
+		params:       p.TokenParams,
+		vars:         integrations.TemplateVars{ConnectionConfig: stringMap(c.ConnectionConfig), ClientID: clientID, ClientSecret: clientSecret},
+		form:         url.Values{"grant_type": {grant}},
+		clientID:     clientID,
+		clientSecret: clientSecret,
+		secrets:      []string{creds.RefreshToken, creds.AccessToken, creds.Token, clientSecret},
 	}
-	endpoint, err := integrations.Interpolate(tmpl, vars)
+	if grant == GrantRefreshToken {
+		tq.params = p.RefreshParams
+		if p.RefreshURL != "" {
+			tq.endpoint = p.RefreshURL
+		}
+		tq.form.Set("refresh_token", creds.RefreshToken)
+	}
+	return r.post(ctx, tq)
+}
+
+// tokenRequest is one POST to an OAuth 2 token endpoint.
+type tokenRequest struct {
+	provider *integrations.Provider
+	// endpoint is the token URL template; params are the provider's extra
+	// form parameters (templates), filled from vars.
+	endpoint string
+	params   map[string]string
+	vars     integrations.TemplateVars
+	// form holds the grant's own parameters (grant_type, code,
+	// refresh_token...), which params cannot replace.
+	form                   url.Values
+	clientID, clientSecret string
+	// secrets are scrubbed from error texts.
+	secrets []string
+}
+
+// post sends a token request and parses the answer. Every failure is a
+// *RefreshError.
+func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, error) {
+	p := tq.provider
+	endpoint, err := integrations.Interpolate(tq.endpoint, tq.vars)
 	if err != nil {
 		return nil, &RefreshError{Description: "the token URL cannot be built for this connection", Err: err}
 	}
@@ -411,26 +442,28 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 		return nil, &RefreshError{Description: "the token URL is not an absolute http(s) URL"}
 	}
 	form := url.Values{}
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		switch k {
-		case "grant_type", "refresh_token", "client_id", "client_secret":
+	for _, k := range slices.Sorted(maps.Keys(tq.params)) {
+		if _, own := tq.form[k]; own {
 			continue
 		}
-		v, err := integrations.Interpolate(params[k], vars)
+		switch k {
+		case "grant_type", "refresh_token", "client_id", "client_secret", "code", "code_verifier", "redirect_uri":
+			continue
+		}
+		v, err := integrations.Interpolate(tq.params[k], tq.vars)
 		if err != nil {
 			return nil, &RefreshError{Description: fmt.Sprintf("the token request parameter %q cannot be built for this connection", k), Err: err}
 		}
 		form.Set(k, v)
 	}
-	form.Set("grant_type", grant)
-	if grant == GrantRefreshToken {
-		form.Set("refresh_token", creds.RefreshToken)
+	for k, vs := range tq.form {
+		form[k] = vs
 	}
 	basic := p.TokenRequestAuthMethod == integrations.TokenAuthBasic
-	if !basic && clientID != "" {
-		form.Set("client_id", clientID)
-		if clientSecret != "" {
-			form.Set("client_secret", clientSecret)
+	if !basic && tq.clientID != "" {
+		form.Set("client_id", tq.clientID)
+		if tq.clientSecret != "" {
+			form.Set("client_secret", tq.clientSecret)
 		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
@@ -441,9 +474,9 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if basic && (clientID != "" || clientSecret != "") {
+	if basic && (tq.clientID != "" || tq.clientSecret != "") {
 		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString(
-			[]byte(url.QueryEscape(clientID)+":"+url.QueryEscape(clientSecret))))
+			[]byte(url.QueryEscape(tq.clientID)+":"+url.QueryEscape(tq.clientSecret))))
 	}
 	resp, err := r.cfg.HTTPClient.Do(req)
 	if err != nil {
@@ -461,8 +494,8 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	switch {
 	case tr != nil && tr.Error != "":
-		return nil, &RefreshError{Status: resp.StatusCode, Code: sanitize(tr.Error, 100, secrets),
-			Description: sanitize(tr.ErrorDescription, 300, secrets)}
+		return nil, &RefreshError{Status: resp.StatusCode, Code: sanitize(tr.Error, 100, tq.secrets),
+			Description: sanitize(tr.ErrorDescription, 300, tq.secrets)}
 	case !ok:
 		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token endpoint answered " + resp.Status}
 	case perr != nil:

@@ -114,6 +114,7 @@ const (
 // SessionStore is what connect sessions need from storage.
 type SessionStore interface {
 	store.Transactor
+	FlowStore
 
 	// CreateConnectSession stores s and sets its ID. A TokenHash already
 	// stored is ErrConflict; a missing environment is ErrNotFound.

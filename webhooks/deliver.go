@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/embedauth/connect/internal/batch"
 	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -60,12 +61,7 @@ const snoozeAbove = 2 * time.Second
 const excerptBytes = 256
 
 func (c DeliveryConfig) withDefaults() DeliveryConfig {
-	switch {
-	case c.Retries == 0:
-		c.Retries = DefaultRetries
-	case c.Retries < 0:
-		c.Retries = 0
-	}
+	c.Retries = c.retries()
 	if c.Backoff <= 0 {
 		c.Backoff = DefaultBackoff
 	}
@@ -79,11 +75,28 @@ func (c DeliveryConfig) withDefaults() DeliveryConfig {
 		c.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if c.Client == nil {
-		c.Client = &http.Client{
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		c.Client = defaultClient()
 	}
 	return c
+}
+
+// idleConnsPerHost is how many idle connections the default client keeps to
+// one receiver. Most deliveries go to an environment's one or two URLs, from
+// many workers at once: net/http's default of 2 would close and reopen a
+// connection for nearly every delivery.
+const idleConnsPerHost = 256
+
+// defaultClient returns the client of a DeliveryConfig without one: it
+// follows no redirects and keeps connections to receivers alive.
+func defaultClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0 // no global cap; per host below
+	t.MaxIdleConnsPerHost = idleConnsPerHost
+	t.IdleConnTimeout = 90 * time.Second
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // Validate reports a configuration that makes no sense.
@@ -102,7 +115,18 @@ func (c DeliveryConfig) Validate() error {
 }
 
 // Attempts returns the number of attempts of one delivery: 1 + Retries.
-func (c DeliveryConfig) Attempts() int { return 1 + c.withDefaults().Retries }
+func (c DeliveryConfig) Attempts() int { return 1 + c.retries() }
+
+// retries resolves Retries: 0 means DefaultRetries, negative none.
+func (c DeliveryConfig) retries() int {
+	switch {
+	case c.Retries == 0:
+		return DefaultRetries
+	case c.Retries < 0:
+		return 0
+	}
+	return c.Retries
+}
 
 // wait returns the wait after failed attempt n (from 1).
 func (c DeliveryConfig) wait(n int) time.Duration {
@@ -143,15 +167,65 @@ type Deliverer struct {
 	log        *oplog.Writer
 	tx         store.Transactor
 	now        func() time.Time
+	// reads and records coalesce the store calls of concurrent jobs, when
+	// the Store has DeliveriesGetter and AttemptRecorder; nil otherwise.
+	reads   *batch.Batcher[string, *Delivery]
+	records *batch.Batcher[Attempt, struct{}]
 }
+
+// maxBatch caps the deliveries read, or the attempts recorded, in one
+// statement.
+const maxBatch = 500
 
 // NewDeliverer returns a Deliverer.
 func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Deliverer{cfg: cfg.Delivery.withDefaults(), store: cfg.Store, signingKey: cfg.SigningKey, log: cfg.Log,
+	d := &Deliverer{cfg: cfg.Delivery.withDefaults(), store: cfg.Store, signingKey: cfg.SigningKey, log: cfg.Log,
 		tx: cfg.Transactor, now: cfg.Now}
+	if g, ok := cfg.Store.(DeliveriesGetter); ok {
+		d.reads = &batch.Batcher[string, *Delivery]{Max: maxBatch, Do: func(ctx context.Context, ids []string) ([]*Delivery, error) {
+			found, err := g.GetDeliveries(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			byID := make(map[string]*Delivery, len(found))
+			for _, del := range found {
+				byID[del.ID] = del
+			}
+			out := make([]*Delivery, len(ids))
+			for i, id := range ids {
+				out[i] = byID[id] // nil when missing
+			}
+			return out, nil
+		}}
+	}
+	if r, ok := cfg.Store.(AttemptRecorder); ok && cfg.Log != nil {
+		d.records = &batch.Batcher[Attempt, struct{}]{Max: maxBatch, Do: func(ctx context.Context, as []Attempt) ([]struct{}, error) {
+			if err := r.RecordAttempts(ctx, as); err != nil {
+				return nil, err
+			}
+			return make([]struct{}, len(as)), nil
+		}}
+	}
+	return d
+}
+
+// get reads a delivery, in a batch with those of concurrent jobs when the
+// Store allows.
+func (d *Deliverer) get(ctx context.Context, id string) (*Delivery, error) {
+	if d.reads == nil {
+		return d.store.GetDelivery(ctx, id)
+	}
+	del, err := d.reads.Call(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if del == nil {
+		return nil, fmt.Errorf("webhook delivery %q: %w", id, store.ErrNotFound)
+	}
+	return del, nil
 }
 
 // Handle delivers the delivery named by the job's args. It POSTs the body
@@ -167,7 +241,7 @@ func (d *Deliverer) Handle(ctx context.Context, run *jobs.Run) error {
 	if err := json.Unmarshal(run.Args, &args); err != nil || args.DeliveryID == "" {
 		return jobs.Cancel(fmt.Errorf("webhooks: bad args of %s job: %q", JobKind, run.Args))
 	}
-	del, err := d.store.GetDelivery(ctx, args.DeliveryID)
+	del, err := d.get(ctx, args.DeliveryID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // deleted, or its transaction rolled back
 	}
@@ -346,10 +420,12 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // save stores the outcome of an attempt and its log entry, in one
 // transaction when there is a Transactor.
 func (d *Deliverer) save(ctx context.Context, del *Delivery, res attemptResult, budget int) error {
-	if rec, ok := d.store.(AttemptRecorder); ok && d.log != nil {
+	if d.records != nil {
 		e := attemptEntry(del, res, budget)
 		d.log.Stamp(e)
-		if err := rec.RecordAttempt(ctx, del, e); err != nil {
+		// The batch's statement holds a copy: del goes on changing.
+		snapshot := *del
+		if _, err := d.records.Call(ctx, Attempt{Delivery: &snapshot, Entry: e}); err != nil {
 			return fmt.Errorf("webhooks: record delivery attempt: %w", err)
 		}
 		return nil

@@ -501,6 +501,9 @@ func TestDeliveryConfig(t *testing.T) {
 	if c.Retries != 2 || c.Backoff != 100*time.Millisecond || c.Multiplier != 2 || c.Timeout != 20*time.Second || c.Client == nil || c.Client.CheckRedirect == nil {
 		t.Errorf("defaults %+v", c)
 	}
+	if tr, ok := c.Client.Transport.(*http.Transport); !ok || tr.MaxIdleConnsPerHost < 64 {
+		t.Errorf("the default client keeps too few idle connections per receiver: %+v", c.Client.Transport)
+	}
 	if c.wait(1) != 100*time.Millisecond || c.wait(2) != 200*time.Millisecond || c.wait(3) != 400*time.Millisecond {
 		t.Errorf("waits %s %s %s", c.wait(1), c.wait(2), c.wait(3))
 	}
@@ -517,5 +520,103 @@ func TestDeliveryConfig(t *testing.T) {
 	}
 	if (DeliveryConfig{}).Validate() != nil {
 		t.Error("zero config invalid")
+	}
+}
+
+// batchStore is a fakeStore with the batch interfaces, counting their calls.
+type batchStore struct {
+	*fakeStore
+	gets, records atomic.Int64
+	gate          chan struct{} // when set, the first RecordAttempts waits on it
+	once          sync.Once
+}
+
+func (s *batchStore) GetDeliveries(ctx context.Context, ids []string) ([]*Delivery, error) {
+	s.gets.Add(1)
+	time.Sleep(5 * time.Millisecond) // a round trip, during which others queue
+	var out []*Delivery
+	for _, id := range ids {
+		if d, err := s.GetDelivery(ctx, id); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func (s *batchStore) RecordAttempts(ctx context.Context, as []Attempt) error {
+	s.records.Add(1)
+	if s.gate != nil {
+		s.once.Do(func() { <-s.gate })
+	}
+	for _, a := range as {
+		if err := s.UpdateDelivery(ctx, a.Delivery); errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if err := s.AppendLog(ctx, a.Entry); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Concurrent delivery jobs share the Store's batch reads and writes: each
+// webhook is delivered and recorded once, with its log entry, in fewer
+// store calls than jobs.
+func TestDeliverBatchesStoreCalls(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, status(200))
+	st := &batchStore{fakeStore: newFakeStore(), gate: make(chan struct{})}
+	keyFn := func(context.Context, int64) (string, error) { return testSigningKey, nil }
+	d := NewDeliverer(DelivererConfig{Store: st, SigningKey: keyFn, Log: &oplog.Writer{Store: st}})
+	if d.reads == nil || d.records == nil {
+		t.Fatal("the Deliverer does not use the batch interfaces of the Store")
+	}
+	const n = 40
+	runs := make([]*jobs.Run, n)
+	for i := range runs {
+		del := &Delivery{ID: NewID(), EnvironmentID: 1, EventID: NewID(), Type: TypeAuth, URL: rc.srv.URL,
+			Body: []byte(`{"n":` + strconv.Itoa(i) + `}`), Status: StatusPending}
+		if err := st.CreateDeliveries(context.Background(), del); err != nil {
+			t.Fatal(err)
+		}
+		j := NewJob(del.ID)
+		runs[i] = &jobs.Run{ID: strconv.Itoa(i), Kind: j.Kind, Args: j.Args, Attempt: 1, MaxAttempts: j.MaxAttempts}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for _, run := range runs {
+		wg.Go(func() { errs <- d.Handle(context.Background(), run) })
+	}
+	// The first record holds everyone else's behind it until they all
+	// wait, so they can only share one batch.
+	for d.records.Waiting() < n-1 {
+		time.Sleep(time.Millisecond)
+	}
+	close(st.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	for _, del := range st.all() {
+		if del.Status != StatusDelivered || del.Attempts != 1 {
+			t.Errorf("delivery %s: %s after %d attempts", del.ID, del.Status, del.Attempts)
+		}
+	}
+	if got := len(st.logsOf("delivery")); got != n {
+		t.Errorf("%d log entries, want %d", got, n)
+	}
+	if got := len(rc.got()); got != n {
+		t.Errorf("%d POSTs, want %d", got, n)
+	}
+	if r := st.records.Load(); r > 2 {
+		t.Errorf("%d RecordAttempts calls for %d concurrent jobs, want at most 2", r, n)
+	}
+	if g := st.gets.Load(); g >= n {
+		t.Errorf("%d GetDeliveries calls for %d jobs: reads are not shared", g, n)
 	}
 }

@@ -67,12 +67,32 @@ type Store interface {
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
 }
 
+// DeliveriesGetter is an optional interface of a Store: it reads several
+// deliveries in one round trip. The Deliverer coalesces the reads of
+// concurrent delivery jobs into one call when the Store has it.
+type DeliveriesGetter interface {
+	// GetDeliveries returns the deliveries with the ids that exist, in any
+	// order; a missing id is no error.
+	GetDeliveries(ctx context.Context, ids []string) ([]*Delivery, error)
+}
+
+// Attempt is the outcome of one delivery attempt: the delivery with its
+// updated fields (those UpdateDelivery replaces) and the attempt's
+// operations log entry.
+type Attempt struct {
+	Delivery *Delivery
+	Entry    *oplog.Entry
+}
+
 // AttemptRecorder is an optional interface of a Store: it records the
-// outcome of one delivery attempt (UpdateDelivery's fields of d) and its
-// operations log entry e, atomically and cheaply. A Store may acknowledge it
-// before it is durable (see store.WithRelaxedDurability): losing it in a
-// database crash only means the webhook is delivered again. Without it, the
-// Deliverer uses UpdateDelivery and AppendLog in one transaction.
+// outcomes of delivery attempts with their log entries, each atomically, in
+// one round trip. The Deliverer coalesces the outcomes of concurrent
+// delivery jobs into one call. A Store may acknowledge it before it is
+// durable (see store.WithRelaxedDurability): losing it in a database crash
+// only means the webhook is delivered again. Without it, the Deliverer uses
+// UpdateDelivery and AppendLog in one transaction per attempt.
 type AttemptRecorder interface {
-	RecordAttempt(ctx context.Context, d *Delivery, e *oplog.Entry) error
+	// RecordAttempts stores each attempt. An attempt whose delivery no
+	// longer exists is skipped, with its log entry.
+	RecordAttempts(ctx context.Context, as []Attempt) error
 }

@@ -66,6 +66,12 @@ type data struct {
 	// connect session. IDs are never reused, so the mark of a deleted
 	// connection never applies to another one.
 	sessionConns map[int64]struct{}
+
+	lastFlowID int64
+	// flows are the OAuth flows by ID; flowIndex finds one from its state
+	// hash.
+	flows     map[int64]*connections.OAuthFlow
+	flowIndex map[string]int64
 }
 
 func newData() *data {
@@ -81,6 +87,8 @@ func newData() *data {
 		sessions:     map[int64]*connections.Session{},
 		sessionIndex: map[string]int64{},
 		sessionConns: map[int64]struct{}{},
+		flows:        map[int64]*connections.OAuthFlow{},
+		flowIndex:    map[string]int64{},
 	}
 }
 
@@ -100,6 +108,8 @@ func (d *data) snapshot() *data {
 	c.sessions = maps.Clone(d.sessions)
 	c.sessionIndex = maps.Clone(d.sessionIndex)
 	c.sessionConns = maps.Clone(d.sessionConns)
+	c.flows = maps.Clone(d.flows)
+	c.flowIndex = maps.Clone(d.flowIndex)
 	return &c
 }
 

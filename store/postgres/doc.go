@@ -115,7 +115,7 @@
 // Kind and Args (as jsonb); one River worker dispatches it to the handler
 // registered for its Kind. The database/sql driver has no LISTEN, so River
 // runs in poll-only mode: each process looks for due jobs every
-// SchedulerConfig.FetchPollInterval (1 second by default), and a job
+// SchedulerConfig.FetchPollInterval (100 ms by default), and a job
 // enqueued by this process outside a transaction is fetched at once. River
 // records outcomes in batches, at least every 250 ms. JobTimeout (1 minute
 // by default) cancels a job's context; RescueStuckJobsAfter (JobTimeout plus

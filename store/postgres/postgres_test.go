@@ -95,14 +95,14 @@ func TestConformanceUnprepared(t *testing.T) {
 
 // wantTables is every table Migrate creates.
 var wantTables = []string{
-	"api_keys", "connect_sessions", "connections", "environment_variables", "environments", "integrations",
+	"api_keys", "connect_sessions", "connections", "environment_variables", "environments", "integrations", "oauth_flows",
 	"operations_log", "rate_limits", "river_job", "river_leader", "river_migration",
 	"river_notification", "river_queue", "schema_migrations", "webhook_deliveries",
 }
 
 // wantVersions are the versions of our migrations and of River's.
 var (
-	wantVersions      = []int{1, 2, 3, 4}
+	wantVersions      = []int{1, 2, 3, 4, 5}
 	wantRiverVersions = []int{1, 2, 3, 4, 5, 6, 7}
 )
 
@@ -267,7 +267,7 @@ func TestMigrateStaysInItsSchema(t *testing.T) {
 		SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relname LIKE ANY (ARRAY['connections%', 'integrations%',
 			'environments%', 'api_keys%', 'operations_log%', 'rate_limits%', 'schema_migrations%',
-			'webhook_deliveries%', 'river%'])`).Scan(&outside)
+			'webhook_deliveries%', 'oauth_flows%', 'connect_sessions%', 'river%'])`).Scan(&outside)
 	if err != nil {
 		t.Fatal(err)
 	}

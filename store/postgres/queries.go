@@ -158,6 +158,20 @@ func (s *Store) get(ctx context.Context, q *query, dest any, args ...any) error 
 	return st.GetContext(ctx, dest, args...)
 }
 
+// sel runs q, which returns rows, and scans them into dest, a pointer to a
+// slice.
+func (s *Store) sel(ctx context.Context, q *query, dest any, args ...any) error {
+	st, bound, err := s.acquire(ctx, q)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return sqlx.SelectContext(ctx, s.ext(ctx), dest, s.sqls[q.id], args...)
+	}
+	defer s.release(st, bound)
+	return st.SelectContext(ctx, dest, args...)
+}
+
 // exec runs q, which returns no rows.
 func (s *Store) exec(ctx context.Context, q *query, args ...any) (sql.Result, error) {
 	st, bound, err := s.acquire(ctx, q)

@@ -2,17 +2,17 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/oplog"
-	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
 )
 
-func TestRecordAttempt(t *testing.T) {
+func TestRecordAttempts(t *testing.T) {
 	t.Parallel()
 	s, db, _ := newStore(t)
 	ctx := context.Background()
@@ -21,37 +21,95 @@ func TestRecordAttempt(t *testing.T) {
 	if err := s.CreateEnvironment(ctx, env); err != nil {
 		t.Fatal(err)
 	}
-	d := &webhooks.Delivery{ID: "d1", EnvironmentID: env.ID, EventID: "e1", Type: "auth", URL: "https://x.example",
-		Body: []byte(`{"a":1}`), Status: webhooks.StatusPending, CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateDeliveries(ctx, d); err != nil {
+	var ds []*webhooks.Delivery
+	for _, id := range []string{"d1", "d2", "d3"} {
+		ds = append(ds, &webhooks.Delivery{ID: id, EnvironmentID: env.ID, EventID: "e1", Type: "auth", URL: "https://x.example",
+			Body: []byte(`{"a":1}`), Status: webhooks.StatusPending, CreatedAt: now, UpdatedAt: now})
+	}
+	if err := s.CreateDeliveries(ctx, ds...); err != nil {
 		t.Fatal(err)
 	}
-	d.Status, d.Attempts, d.LastStatusCode, d.UpdatedAt = webhooks.StatusDelivered, 1, 204, now.Add(time.Second)
-	at := d.UpdatedAt
-	d.DeliveredAt = &at
-	e := &oplog.Entry{ID: "log1", EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Status: "success",
-		Message: "delivered", Meta: map[string]any{"attempt": 1}, CreatedAt: at}
-	if err := s.RecordAttempt(ctx, d, e); err != nil {
+	at := now.Add(time.Second)
+	entry := func(id string, meta map[string]any) *oplog.Entry {
+		return &oplog.Entry{ID: id, EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Status: "success",
+			IntegrationKey: "gh", ConnectionID: "c1", Message: "m " + id, Meta: meta, CreatedAt: at}
+	}
+	d1 := *ds[0]
+	d1.Status, d1.Attempts, d1.LastStatusCode, d1.UpdatedAt, d1.DeliveredAt = webhooks.StatusDelivered, 1, 204, at, &at
+	d2a := *ds[1]
+	d2a.Attempts, d2a.LastStatusCode, d2a.LastError, d2a.UpdatedAt = 1, 500, "status 500", at
+	d2b := d2a
+	d2b.Status, d2b.Attempts, d2b.UpdatedAt = webhooks.StatusFailed, 2, at.Add(time.Second)
+	missing := webhooks.Delivery{ID: "nope", Status: webhooks.StatusDelivered, UpdatedAt: at}
+	err := s.RecordAttempts(ctx, []webhooks.Attempt{
+		{Delivery: &d1, Entry: entry("log1", map[string]any{"attempt": 1})},
+		{Delivery: &d2a, Entry: entry("log2", nil)},
+		{Delivery: &missing, Entry: entry("log3", nil)},
+		{Delivery: &d2b, Entry: entry("log4", map[string]any{"attempt": 2})}, // same delivery again: applied after log2's
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.GetDelivery(ctx, "d1")
-	if err != nil || got.Status != webhooks.StatusDelivered || got.Attempts != 1 || got.LastStatusCode != 204 || got.DeliveredAt == nil {
-		t.Fatalf("delivery after RecordAttempt: %+v, %v", got, err)
+	got, err := s.GetDeliveries(ctx, []string{"d1", "d2", "d3", "nope"})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("GetDeliveries = %d deliveries, %v; want 3", len(got), err)
+	}
+	slices.SortFunc(got, func(a, b *webhooks.Delivery) int { return strings.Compare(a.ID, b.ID) })
+	if g := got[0]; g.Status != webhooks.StatusDelivered || g.Attempts != 1 || g.LastStatusCode != 204 || g.DeliveredAt == nil || !g.DeliveredAt.Equal(at) {
+		t.Errorf("d1 = %+v", g)
+	}
+	if g := got[1]; g.Status != webhooks.StatusFailed || g.Attempts != 2 || g.LastError != "status 500" || g.DeliveredAt != nil || !g.UpdatedAt.Equal(at.Add(time.Second)) {
+		t.Errorf("d2 = %+v, want the later of its two attempts", g)
+	}
+	if g := got[2]; g.Status != webhooks.StatusPending || g.Attempts != 0 {
+		t.Errorf("d3 changed: %+v", g)
 	}
 	logs, err := s.ListLogs(ctx, oplog.Filter{EnvironmentID: env.ID})
-	if err != nil || len(logs) != 1 || logs[0].ID != "log1" || logs[0].Meta["attempt"] != float64(1) {
-		t.Fatalf("logs %+v, %v", logs, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range logs {
+		ids = append(ids, l.ID)
+		if l.ID == "log1" && (l.Meta["attempt"] != float64(1) || l.Message != "m log1" || l.IntegrationKey != "gh" || l.ConnectionID != "c1") {
+			t.Errorf("log1 = %+v", l)
+		}
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"log1", "log2", "log4"}) {
+		t.Errorf("log entries %v, want log1, log2, log4 (none for the missing delivery)", ids)
 	}
 	// The statement relaxes durability of its own transaction only.
 	var sc string
 	if err := db.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&sc); err != nil || sc != "on" {
 		t.Errorf("synchronous_commit of the pool = %q, %v", sc, err)
 	}
-	missing := &webhooks.Delivery{ID: "nope", UpdatedAt: at}
-	if err := s.RecordAttempt(ctx, missing, &oplog.Entry{ID: "log2", EnvironmentID: env.ID, CreatedAt: at}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("missing delivery: %v", err)
+
+	// In a transaction: applied with it, or not at all.
+	d3 := *ds[2]
+	d3.Status, d3.Attempts, d3.UpdatedAt = webhooks.StatusDelivered, 1, at
+	rollback := s.WithTx(ctx, func(ctx context.Context) error {
+		if err := s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: &d3, Entry: entry("log5", nil)},
+			{Delivery: &missing, Entry: entry("log6", nil)}}); err != nil {
+			return err
+		}
+		return context.Canceled
+	})
+	if rollback != context.Canceled {
+		t.Fatalf("WithTx = %v", rollback)
 	}
-	if logs, _ := s.ListLogs(ctx, oplog.Filter{EnvironmentID: env.ID}); len(logs) != 1 {
-		t.Errorf("a log entry was written for a missing delivery: %d entries", len(logs))
+	if g, _ := s.GetDelivery(ctx, "d3"); g.Status != webhooks.StatusPending {
+		t.Errorf("rolled back attempt stored: %+v", g)
+	}
+	if err := s.WithTx(ctx, func(ctx context.Context) error {
+		return s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: &d3, Entry: entry("log5", nil)}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := s.GetDelivery(ctx, "d3"); g.Status != webhooks.StatusDelivered {
+		t.Errorf("attempt in a committed transaction not stored: %+v", g)
+	}
+	if got, err := s.GetDeliveries(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("GetDeliveries(nil) = %v, %v", got, err)
 	}
 }

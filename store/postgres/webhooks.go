@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
-	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -94,24 +95,37 @@ var (
 	// qListDeliveries is completed with the conditions, order and limit of
 	// each call.
 	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
-	// qRecordAttempt updates a delivery and appends its log entry in one
-	// statement, committed without waiting for the WAL flush
-	// (synchronous_commit off for its own implicit transaction only).
-	qRecordAttempt = newPreparedQuery(`
+	qGetDeliveries  = newPreparedQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries WHERE id = ANY($1::text[])`)
+	// qRecordAttempts updates deliveries and appends their log entries in
+	// one statement, committed without waiting for the WAL flush
+	// (synchronous_commit off for its own implicit transaction only). Each
+	// array holds one element per attempt; an attempt whose delivery is
+	// gone gets no log entry. It returns the ids of the updated deliveries.
+	qRecordAttempts = newPreparedQuery(`
 	WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
+	a AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::text[],
+			$6::timestamptz[], $7::timestamptz[],
+			$8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+			$15::text[], $16::text[], $17::timestamptz[])
+		AS a(id, status, attempts, last_status_code, last_error, updated_at, delivered_at,
+			log_id, environment_id, type, operation, log_status, integration_key, connection_id,
+			message, meta, created_at)),
 	u AS (
-		UPDATE {s}.webhook_deliveries
-		SET status = $2, attempts = $3, last_status_code = $4, last_error = $5, updated_at = $6,
-			delivered_at = $7
-		WHERE id = $1
-		RETURNING id)
-	INSERT INTO {s}.operations_log (id, environment_id, type, operation, status,
-		integration_key, connection_id, message, meta, created_at)
-	SELECT $8::text, $9::bigint, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text,
-		$16::jsonb, $17::timestamptz
-	FROM u, cfg
-	ON CONFLICT DO NOTHING
-	RETURNING id`)
+		UPDATE {s}.webhook_deliveries d
+		SET status = a.status, attempts = a.attempts, last_status_code = a.last_status_code,
+			last_error = a.last_error, updated_at = a.updated_at, delivered_at = a.delivered_at
+		FROM a, cfg
+		WHERE d.id = a.id
+		RETURNING d.id),
+	l AS (
+		INSERT INTO {s}.operations_log (id, environment_id, type, operation, status,
+			integration_key, connection_id, message, meta, created_at)
+		SELECT a.log_id, a.environment_id, a.type, a.operation, a.log_status, a.integration_key,
+			a.connection_id, a.message, a.meta::jsonb, a.created_at
+		FROM a WHERE a.id IN (SELECT id FROM u)
+		ON CONFLICT DO NOTHING)
+	SELECT id FROM u`)
 	qUpdateDelivery = newQuery(`
 	UPDATE {s}.webhook_deliveries
 	SET status = $2, attempts = $3, last_status_code = $4, last_error = $5, updated_at = $6,
@@ -241,31 +255,106 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 	return nil
 }
 
-// RecordAttempt stores the outcome of a delivery attempt and its log entry.
-// Outside a transaction it is one statement whose commit does not wait for
-// the WAL flush: a database crash may lose it, and then the delivery job
-// runs again (webhooks are delivered at least once). Inside a transaction it
-// is UpdateDelivery and AppendLog, durable with that transaction. It
-// implements webhooks.AttemptRecorder.
-func (s *Store) RecordAttempt(ctx context.Context, d *webhooks.Delivery, e *oplog.Entry) error {
+// GetDeliveries returns the deliveries with the ids that exist, in any
+// order. It implements webhooks.DeliveriesGetter.
+func (s *Store) GetDeliveries(ctx context.Context, ids []string) ([]*webhooks.Delivery, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []deliveryRow
+	if err := s.sel(ctx, qGetDeliveries, &rows, pq.StringArray(ids)); err != nil {
+		return nil, dbErr(ctx, "get webhook deliveries", err, nil)
+	}
+	out := make([]*webhooks.Delivery, len(rows))
+	for i := range rows {
+		out[i] = rows[i].delivery()
+	}
+	return out, nil
+}
+
+// RecordAttempts stores the outcomes of delivery attempts and their log
+// entries. Outside a transaction it is one statement per batch of distinct
+// deliveries, whose commit does not wait for the WAL flush: a database
+// crash may lose it, and then the delivery jobs run again (webhooks are
+// delivered at least once). Inside a transaction it is UpdateDelivery and
+// AppendLog per attempt, durable with that transaction. An attempt whose
+// delivery is gone is skipped. It implements webhooks.AttemptRecorder.
+func (s *Store) RecordAttempts(ctx context.Context, as []webhooks.Attempt) error {
 	if _, ok := liveTx(ctx, s.raw); ok {
-		if err := s.UpdateDelivery(ctx, d); err != nil {
+		for _, a := range as {
+			err := s.UpdateDelivery(ctx, a.Delivery)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.AppendLog(ctx, a.Entry); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// One statement updates a delivery at most once: attempts of the same
+	// delivery (which one batch should not hold) go to later statements,
+	// in order.
+	for len(as) > 0 {
+		seen := make(map[string]bool, len(as))
+		var now, later []webhooks.Attempt
+		for _, a := range as {
+			if seen[a.Delivery.ID] {
+				later = append(later, a)
+				continue
+			}
+			seen[a.Delivery.ID] = true
+			now = append(now, a)
+		}
+		if err := s.recordAttempts(ctx, now); err != nil {
 			return err
 		}
-		return s.AppendLog(ctx, e)
+		as = later
 	}
-	meta, err := jsonArg("meta", e.Meta)
-	if err != nil {
-		return err
+	return nil
+}
+
+func (s *Store) recordAttempts(ctx context.Context, as []webhooks.Attempt) error {
+	n := len(as)
+	var (
+		ids, statuses, lastErrors                    = make([]string, n), make([]string, n), make([]string, n)
+		attempts, codes                              = make([]int64, n), make([]int64, n)
+		updated, created                             = make([]string, n), make([]string, n)
+		delivered, metas                             = make([]sql.NullString, n), make([]sql.NullString, n)
+		logIDs, types, ops, logStatuses, keys, conns = make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n)
+		envs     = make([]int64, n)
+		messages = make([]string, n)
+	)
+	for i, a := range as {
+		d, e := a.Delivery, a.Entry
+		ids[i], statuses[i], attempts[i], codes[i], lastErrors[i] = d.ID, d.Status, int64(d.Attempts),
+			int64(d.LastStatusCode), d.LastError
+		updated[i] = d.UpdatedAt.UTC().Format(time.RFC3339Nano)
+		if d.DeliveredAt != nil {
+			delivered[i] = sql.NullString{String: d.DeliveredAt.UTC().Format(time.RFC3339Nano), Valid: true}
+		}
+		meta, err := jsonArg("meta", e.Meta)
+		if err != nil {
+			return err
+		}
+		if m, ok := meta.(string); ok {
+			metas[i] = sql.NullString{String: m, Valid: true}
+		}
+		logIDs[i], envs[i], types[i], ops[i], logStatuses[i] = e.ID, e.EnvironmentID, e.Type, e.Operation, e.Status
+		keys[i], conns[i], messages[i] = e.IntegrationKey, e.ConnectionID, e.Message
+		created[i] = e.CreatedAt.UTC().Format(time.RFC3339Nano)
 	}
-	var id string
-	err = s.get(ctx, qRecordAttempt, &id, d.ID, d.Status, d.Attempts, d.LastStatusCode, d.LastError,
-		d.UpdatedAt, utcPtr(d.DeliveredAt),
-		e.ID, e.EnvironmentID, e.Type, e.Operation, e.Status, e.IntegrationKey, e.ConnectionID, e.Message, meta, e.CreatedAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound("webhook delivery %q", d.ID)
-	}
-	return dbErr(ctx, "record webhook attempt", err, nil)
+	var updatedIDs []string
+	err := s.sel(ctx, qRecordAttempts, &updatedIDs, pq.StringArray(ids), pq.StringArray(statuses),
+		pq.Int64Array(attempts), pq.Int64Array(codes), pq.StringArray(lastErrors), pq.StringArray(updated),
+		pq.Array(delivered), pq.StringArray(logIDs), pq.Int64Array(envs), pq.StringArray(types),
+		pq.StringArray(ops), pq.StringArray(logStatuses), pq.StringArray(keys), pq.StringArray(conns),
+		pq.StringArray(messages), pq.Array(metas), pq.StringArray(created))
+	return dbErr(ctx, "record webhook attempts", err, nil)
 }
 
 // ListDeliveries returns the deliveries matching f, newest first (by
@@ -299,4 +388,7 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	return out, nil
 }
 
-var _ webhooks.AttemptRecorder = (*Store)(nil)
+var (
+	_ webhooks.AttemptRecorder  = (*Store)(nil)
+	_ webhooks.DeliveriesGetter = (*Store)(nil)
+)

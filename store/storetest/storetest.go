@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Concurrency", concurrencyTests},
 		{"Lock", lockTests},
 		{"Sessions", sessionTests},
+		{"OAuthFlows", flowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
