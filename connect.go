@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/connectui"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
@@ -132,6 +133,10 @@ type Config struct {
 	// PublicURL + "/connect/" (or the relative "/connect/" without a
 	// PublicURL). Must be an absolute http or https URL when set.
 	ConnectUIURL string
+	// ConnectUI configures the pre-built connect UI that Handler and
+	// ConnectHandler serve at /connect/. Its APIURL defaults to PublicURL
+	// (without a PublicURL, the UI calls the parent of its own address).
+	ConnectUI connectui.Config
 	// CredentialCheckTimeout bounds the request that checks the
 	// credentials an end user enters through a connect session (the
 	// provider's verification endpoint), and the token request of a
@@ -160,6 +165,7 @@ type Service struct {
 	integrations *integrations.Service
 	connections  *connections.Service
 	sessions     *connections.Sessions
+	connectUI    *connectui.Handler
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
@@ -234,6 +240,13 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxRequestBody == 0 {
 		cfg.MaxRequestBody = httpapi.DefaultMaxBody
 	}
+	if cfg.ConnectUI.APIURL == "" {
+		cfg.ConnectUI.APIURL = cfg.PublicURL
+	}
+	connectUI, err := connectui.New(cfg.ConnectUI)
+	if err != nil {
+		return nil, fmt.Errorf("connect: Config.ConnectUI: %w", err)
+	}
 	if cfg.Providers == nil {
 		cat, err := integrations.DefaultCatalog()
 		if err != nil {
@@ -241,7 +254,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.Providers = cat
 	}
-	s := &Service{cfg: cfg, store: cfg.Store, keyring: keyring, logger: cfg.Logger}
+	s := &Service{cfg: cfg, store: cfg.Store, keyring: keyring, logger: cfg.Logger, connectUI: connectUI}
 	switch {
 	case cfg.RateLimiter != nil:
 		s.limiter = cfg.RateLimiter
@@ -399,15 +412,17 @@ func (s *Service) APIHandler() http.Handler {
 	return s.sessions.Bearer(mux)
 }
 
-// ConnectHandler serves the routes a browser calls with a connect session
-// token and no API key, with CORS (any origin): GET and DELETE
-// /connect/session (the connect UI) and the frontend client's non-OAuth
-// auth calls POST /api-auth/api-key/{integration},
+// ConnectHandler serves the pre-built connect UI (GET /connect/ and its
+// assets under /connect/ui/, see package connectui) and the routes a
+// browser calls with a connect session token and no API key, with CORS
+// (any origin): GET and DELETE /connect/session (the connect UI) and the
+// frontend client's non-OAuth auth calls POST /api-auth/api-key/{integration},
 // /api-auth/basic/{integration}, /oauth2/auth/{integration} and
 // /auth/unauthenticated/{integration}. Handler includes them.
 func (s *Service) ConnectHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.sessions.PublicRoutes(mux)
+	s.connectUI.Register(mux, connectui.DefaultPath)
 	return mux
 }
 
@@ -419,6 +434,7 @@ func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
 	s.sessions.PublicRoutes(mux)
+	s.connectUI.Register(mux, connectui.DefaultPath)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"result": "ok"})
 	})

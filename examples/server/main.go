@@ -148,6 +148,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	if err := setupDev(ctx, svc, logger, getenv, hooks); err != nil {
 		return err
 	}
+	if err := applyBranding(ctx, svc, getenv); err != nil {
+		return err
+	}
 	if err := svc.Start(ctx); err != nil {
 		return err
 	}
