@@ -137,6 +137,19 @@ type Config struct {
 	// provider's verification endpoint), and the token request of a
 	// client-credentials connection. Defaults to 10 seconds.
 	CredentialCheckTimeout time.Duration
+	// OAuthCallbackURL is the redirect URI to register with OAuth
+	// providers: where end users' browsers reach GET /oauth/callback.
+	// Defaults to PublicURL + "/oauth/callback". Must be an absolute http
+	// or https URL when set.
+	OAuthCallbackURL string
+	// OAuthFlowTTL is how long an end user has to come back from the
+	// provider once an OAuth flow started. Defaults to 15 minutes.
+	OAuthFlowTTL time.Duration
+	// WebsocketsPath is the path of the WebSocket that @nangohq/frontend's
+	// auth() listens on (its websocketsPath option). Handler and
+	// ConnectHandler serve it to WebSocket upgrade requests. Defaults to
+	// "/".
+	WebsocketsPath string
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -228,6 +241,15 @@ func New(cfg Config) (*Service, error) {
 	} else {
 		cfg.ConnectUIURL = cfg.PublicURL + "/connect/"
 	}
+	if cfg.OAuthCallbackURL != "" {
+		u, err := url.Parse(cfg.OAuthCallbackURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("connect: Config.OAuthCallbackURL %q must be an absolute http or https URL", cfg.OAuthCallbackURL)
+		}
+	}
+	if cfg.OAuthFlowTTL < 0 {
+		return nil, errors.New("connect: Config.OAuthFlowTTL must not be negative")
+	}
 	if cfg.MaxRequestBody < 0 {
 		return nil, errors.New("connect: Config.MaxRequestBody must not be negative")
 	}
@@ -261,17 +283,20 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.setupRefresh()
 	s.sessions, err = connections.NewSessions(s.connections, connections.SessionsConfig{
-		Store:        cfg.Store,
-		Environments: cfg.Store,
-		Integrations: s.integrations,
-		Notifier:     s.notifier,
-		Limiter:      s.limiter,
-		Logger:       cfg.Logger,
-		TTL:          cfg.ConnectSessionTTL,
-		ConnectUIURL: cfg.ConnectUIURL,
-		PublicURL:    cfg.PublicURL,
-		CheckTimeout: cfg.CredentialCheckTimeout,
-		MaxBody:      cfg.MaxRequestBody,
+		Store:          cfg.Store,
+		Environments:   cfg.Store,
+		Integrations:   s.integrations,
+		Notifier:       s.notifier,
+		Limiter:        s.limiter,
+		Logger:         cfg.Logger,
+		TTL:            cfg.ConnectSessionTTL,
+		ConnectUIURL:   cfg.ConnectUIURL,
+		PublicURL:      cfg.PublicURL,
+		CheckTimeout:   cfg.CredentialCheckTimeout,
+		MaxBody:        cfg.MaxRequestBody,
+		CallbackURL:    cfg.OAuthCallbackURL,
+		FlowTTL:        cfg.OAuthFlowTTL,
+		WebsocketsPath: cfg.WebsocketsPath,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -295,6 +320,16 @@ func (s *Service) setupRefresh() {
 				return "", "", nil
 			}
 			return it.Credentials.ClientID, it.Credentials.ClientSecret, nil
+		},
+		AppCredentials: func(ctx context.Context, envID int64, key string) (string, string, error) {
+			it, err := s.integrations.Get(ctx, envID, key)
+			if err != nil {
+				return "", "", err
+			}
+			if it.Credentials == nil {
+				return "", "", nil
+			}
+			return it.Credentials.AppID, it.Credentials.PrivateKey, nil
 		},
 		Notifier: s.notifier,
 		EnvironmentName: func(ctx context.Context, envID int64) (string, error) {
@@ -404,11 +439,28 @@ func (s *Service) APIHandler() http.Handler {
 // /connect/session (the connect UI) and the frontend client's non-OAuth
 // auth calls POST /api-auth/api-key/{integration},
 // /api-auth/basic/{integration}, /oauth2/auth/{integration} and
-// /auth/unauthenticated/{integration}. Handler includes them.
+// /auth/unauthenticated/{integration}, the OAuth flow (GET
+// /oauth/connect/{integration}, GET /oauth/callback, GET
+// /oauth/status/{client}) and the frontend client's WebSocket at
+// Config.WebsocketsPath. Handler includes them.
 func (s *Service) ConnectHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.sessions.PublicRoutes(mux)
-	return mux
+	return s.withWebSocket(mux)
+}
+
+// withWebSocket serves the frontend client's WebSocket (Config.WebsocketsPath)
+// to upgrade requests and everything else with h.
+func (s *Service) withWebSocket(h http.Handler) http.Handler {
+	ws := s.sessions.WebSocketHandler()
+	path := s.sessions.WebsocketsPath()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path && connections.IsWebSocketUpgrade(r) {
+			ws.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Handler serves every route of the service: the routes of APIHandler and
@@ -424,7 +476,7 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.Handle("GET /providers/{provider}/logo.svg", s.integrations.LogoHandler())
 	mux.Handle(webhooks.IncomingPattern, s.incomingHandler())
-	return s.sessions.Bearer(mux)
+	return s.withWebSocket(s.sessions.Bearer(mux))
 }
 
 // incomingHandler receives providers' webhooks and forwards them through the

@@ -97,6 +97,10 @@ type RefreshConfig struct {
 	// the client id and secret of OAUTH2_CC credentials). Nil means none:
 	// the request then carries no client authentication.
 	ClientCredentials func(ctx context.Context, environmentID int64, integrationKey string) (clientID, clientSecret string, err error)
+	// AppCredentials returns the app id and PEM private key of an APP
+	// integration, opened: they sign the JWT that mints installation
+	// tokens. Nil means APP connections are not refreshed.
+	AppCredentials func(ctx context.Context, environmentID int64, integrationKey string) (appID, privateKey string, err error)
 	// Notifier receives the auth webhook (operation refresh) of a
 	// connection whose refresh started failing, in the transaction that
 	// records the failure. Nil sends none.
@@ -218,6 +222,8 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		}
 	case AuthModeOAuth2CC:
 		return GrantClientCredentials
+	case AuthModeApp:
+		return GrantAppInstallation
 	}
 	return ""
 }
@@ -244,7 +250,7 @@ func (r *refresher) backoffUntil(c *Connection, now time.Time) (time.Time, bool)
 // refresh is the RefreshFunc of the built-in refresher.
 func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Connection, error) {
 	switch c.AuthMode {
-	case AuthModeOAuth2, AuthModeOAuth2CC:
+	case AuthModeOAuth2, AuthModeOAuth2CC, AuthModeApp:
 	default:
 		return c, nil
 	}
@@ -390,6 +396,16 @@ func timeEqual(a, b *time.Time) bool {
 // failure is a *RefreshError.
 func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Connection, grant string) (*TokenResponse, error) {
 	creds := c.Credentials
+	if grant == GrantAppInstallation {
+		if r.cfg.AppCredentials == nil {
+			return nil, &RefreshError{Description: "no app credentials are configured"}
+		}
+		appID, key, err := r.cfg.AppCredentials(ctx, c.EnvironmentID, c.IntegrationKey)
+		if err != nil {
+			return nil, fmt.Errorf("connections: app credentials of integration %q: %w", c.IntegrationKey, err)
+		}
+		return r.appToken(ctx, p, appID, key, stringMap(c.ConnectionConfig))
+	}
 	clientID, clientSecret, err := r.client(ctx, c)
 	if err != nil {
 		return nil, err
