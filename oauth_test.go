@@ -353,8 +353,8 @@ func oauthCatalog(t *testing.T, p *oauthProvider) *integrations.Catalog {
 			RequestURL: p.srv.URL + "/oauth1/request_token", AuthorizationURL: p.srv.URL + "/oauth1/authorize",
 			TokenURL: p.srv.URL + "/oauth1/access_token"},
 		&integrations.Provider{Name: "fake-app", DisplayName: "Fake App", AuthMode: integrations.AuthModeApp,
-			AuthorizationURL: "${connectionConfig.appPublicLink}/installations/new",
-			TokenURL:         p.srv.URL + "/app/installations/${connectionConfig.installation_id}/access_tokens",
+			AuthorizationURL:    "${connectionConfig.appPublicLink}/installations/new",
+			TokenURL:            p.srv.URL + "/app/installations/${connectionConfig.installation_id}/access_tokens",
 			RedirectURIMetadata: []string{"installation_id", "setup_action"},
 			ConnectionConfig: map[string]integrations.FieldSpec{
 				"appPublicLink":   {Type: "string", Title: "App public link", Automated: true},
