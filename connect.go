@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -150,6 +151,15 @@ type Config struct {
 	// ConnectHandler serve it to WebSocket upgrade requests. Defaults to
 	// "/".
 	WebsocketsPath string
+
+	// MaintenanceInterval is how often a started Service sweeps: it
+	// refreshes tokens that would expire before the next sweep (plus
+	// RefreshThreshold), so that connections nobody reads stay valid and
+	// their refresh tokens stay in use, and it deletes expired connect
+	// sessions and OAuth flows. Several instances may sweep at once: each
+	// token is still refreshed once. Defaults to 5 minutes; negative
+	// disables the sweeps (call Sweep yourself).
+	MaintenanceInterval time.Duration
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -180,6 +190,10 @@ type Service struct {
 
 	mu      sync.Mutex
 	started bool
+	// stopSweeps ends the maintenance loop; sweepsDone is closed when it
+	// has ended.
+	stopSweeps context.CancelFunc
+	sweepsDone chan struct{}
 }
 
 // New validates cfg and builds a Service. It does not touch the database:
@@ -246,6 +260,9 @@ func New(cfg Config) (*Service, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("connect: Config.OAuthCallbackURL %q must be an absolute http or https URL", cfg.OAuthCallbackURL)
 		}
+	}
+	if cfg.MaintenanceInterval == 0 {
+		cfg.MaintenanceInterval = DefaultMaintenanceInterval
 	}
 	if cfg.OAuthFlowTTL < 0 {
 		return nil, errors.New("connect: Config.OAuthFlowTTL must not be negative")
@@ -374,7 +391,77 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("connect: start scheduler: %w", err)
 	}
 	s.started = true
+	if s.cfg.MaintenanceInterval > 0 {
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.stopSweeps, s.sweepsDone = cancel, make(chan struct{})
+		go s.sweepLoop(sctx, s.sweepsDone)
+	}
 	return nil
+}
+
+// DefaultMaintenanceInterval is the default Config.MaintenanceInterval.
+const DefaultMaintenanceInterval = 5 * time.Minute
+
+// SweepResult is what one maintenance sweep did.
+type SweepResult struct {
+	Refresh connections.SweepResult
+	// SessionsDeleted and FlowsDeleted count the expired connect sessions
+	// and OAuth flows deleted.
+	SessionsDeleted int
+	FlowsDeleted    int
+}
+
+// Sweep runs one maintenance pass now (a started Service runs one every
+// Config.MaintenanceInterval): it refreshes every token that expires within
+// within plus RefreshThreshold, and deletes expired connect sessions and
+// OAuth flows.
+func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult, error) {
+	var res SweepResult
+	var err error
+	threshold := s.cfg.RefreshThreshold
+	if threshold <= 0 {
+		threshold = connections.DefaultRefreshThreshold
+	}
+	res.Refresh, err = s.connections.SweepRefresh(ctx, within+threshold)
+	if err != nil {
+		return res, fmt.Errorf("connect: refresh sweep: %w", err)
+	}
+	res.SessionsDeleted, err = s.sessions.Prune(ctx)
+	if err != nil {
+		return res, fmt.Errorf("connect: pruning connect sessions: %w", err)
+	}
+	res.FlowsDeleted, err = s.store.DeleteExpiredOAuthFlows(ctx, s.cfg.Now().UTC().Add(-time.Hour), 0)
+	if err != nil {
+		return res, fmt.Errorf("connect: pruning OAuth flows: %w", err)
+	}
+	return res, nil
+}
+
+// sweepLoop runs Sweep every MaintenanceInterval (the first after a random
+// part of it, so that instances started together spread out) until ctx
+// ends.
+func (s *Service) sweepLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	every := s.cfg.MaintenanceInterval
+	wait := time.Duration(rand.Int64N(int64(every)))
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		res, err := s.Sweep(ctx, every)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.logger.ErrorContext(ctx, "maintenance sweep failed", "err", err)
+		case err == nil && (res.Refresh.Checked > 0 || res.SessionsDeleted > 0 || res.FlowsDeleted > 0):
+			s.logger.InfoContext(ctx, "maintenance sweep", "checked", res.Refresh.Checked, "refreshed", res.Refresh.Refreshed,
+				"failed", res.Refresh.Failed, "sessions_deleted", res.SessionsDeleted, "flows_deleted", res.FlowsDeleted)
+		}
+		wait = every
+	}
 }
 
 // Stop stops background work, waiting for running jobs within ctx's
@@ -387,6 +474,14 @@ func (s *Service) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
+	if s.stopSweeps != nil {
+		s.stopSweeps()
+		select {
+		case <-s.sweepsDone:
+		case <-ctx.Done():
+		}
+		s.stopSweeps, s.sweepsDone = nil, nil
+	}
 	if err := s.scheduler.Stop(ctx); err != nil {
 		return fmt.Errorf("connect: stop scheduler: %w", err)
 	}
