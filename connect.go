@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -142,6 +143,28 @@ type Config struct {
 	// provider's verification endpoint), and the token request of a
 	// client-credentials connection. Defaults to 10 seconds.
 	CredentialCheckTimeout time.Duration
+	// OAuthCallbackURL is the redirect URI to register with OAuth
+	// providers: where end users' browsers reach GET /oauth/callback.
+	// Defaults to PublicURL + "/oauth/callback". Must be an absolute http
+	// or https URL when set.
+	OAuthCallbackURL string
+	// OAuthFlowTTL is how long an end user has to come back from the
+	// provider once an OAuth flow started. Defaults to 15 minutes.
+	OAuthFlowTTL time.Duration
+	// WebsocketsPath is the path of the WebSocket that @nangohq/frontend's
+	// auth() listens on (its websocketsPath option). Handler and
+	// ConnectHandler serve it to WebSocket upgrade requests. Defaults to
+	// "/".
+	WebsocketsPath string
+
+	// MaintenanceInterval is how often a started Service sweeps: it
+	// refreshes tokens that would expire before the next sweep (plus
+	// RefreshThreshold), so that connections nobody reads stay valid and
+	// their refresh tokens stay in use, and it deletes expired connect
+	// sessions and OAuth flows. Several instances may sweep at once: each
+	// token is still refreshed once. Defaults to 5 minutes; negative
+	// disables the sweeps (call Sweep yourself).
+	MaintenanceInterval time.Duration
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -173,6 +196,10 @@ type Service struct {
 
 	mu      sync.Mutex
 	started bool
+	// stopSweeps ends the maintenance loop; sweepsDone is closed when it
+	// has ended.
+	stopSweeps context.CancelFunc
+	sweepsDone chan struct{}
 }
 
 // New validates cfg and builds a Service. It does not touch the database:
@@ -234,6 +261,18 @@ func New(cfg Config) (*Service, error) {
 	} else {
 		cfg.ConnectUIURL = cfg.PublicURL + "/connect/"
 	}
+	if cfg.OAuthCallbackURL != "" {
+		u, err := url.Parse(cfg.OAuthCallbackURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("connect: Config.OAuthCallbackURL %q must be an absolute http or https URL", cfg.OAuthCallbackURL)
+		}
+	}
+	if cfg.MaintenanceInterval == 0 {
+		cfg.MaintenanceInterval = DefaultMaintenanceInterval
+	}
+	if cfg.OAuthFlowTTL < 0 {
+		return nil, errors.New("connect: Config.OAuthFlowTTL must not be negative")
+	}
 	if cfg.MaxRequestBody < 0 {
 		return nil, errors.New("connect: Config.MaxRequestBody must not be negative")
 	}
@@ -274,17 +313,20 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.setupRefresh()
 	s.sessions, err = connections.NewSessions(s.connections, connections.SessionsConfig{
-		Store:        cfg.Store,
-		Environments: cfg.Store,
-		Integrations: s.integrations,
-		Notifier:     s.notifier,
-		Limiter:      s.limiter,
-		Logger:       cfg.Logger,
-		TTL:          cfg.ConnectSessionTTL,
-		ConnectUIURL: cfg.ConnectUIURL,
-		PublicURL:    cfg.PublicURL,
-		CheckTimeout: cfg.CredentialCheckTimeout,
-		MaxBody:      cfg.MaxRequestBody,
+		Store:          cfg.Store,
+		Environments:   cfg.Store,
+		Integrations:   s.integrations,
+		Notifier:       s.notifier,
+		Limiter:        s.limiter,
+		Logger:         cfg.Logger,
+		TTL:            cfg.ConnectSessionTTL,
+		ConnectUIURL:   cfg.ConnectUIURL,
+		PublicURL:      cfg.PublicURL,
+		CheckTimeout:   cfg.CredentialCheckTimeout,
+		MaxBody:        cfg.MaxRequestBody,
+		CallbackURL:    cfg.OAuthCallbackURL,
+		FlowTTL:        cfg.OAuthFlowTTL,
+		WebsocketsPath: cfg.WebsocketsPath,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -308,6 +350,16 @@ func (s *Service) setupRefresh() {
 				return "", "", nil
 			}
 			return it.Credentials.ClientID, it.Credentials.ClientSecret, nil
+		},
+		AppCredentials: func(ctx context.Context, envID int64, key string) (string, string, error) {
+			it, err := s.integrations.Get(ctx, envID, key)
+			if err != nil {
+				return "", "", err
+			}
+			if it.Credentials == nil {
+				return "", "", nil
+			}
+			return it.Credentials.AppID, it.Credentials.PrivateKey, nil
 		},
 		Notifier: s.notifier,
 		EnvironmentName: func(ctx context.Context, envID int64) (string, error) {
@@ -352,7 +404,77 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("connect: start scheduler: %w", err)
 	}
 	s.started = true
+	if s.cfg.MaintenanceInterval > 0 {
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.stopSweeps, s.sweepsDone = cancel, make(chan struct{})
+		go s.sweepLoop(sctx, s.sweepsDone)
+	}
 	return nil
+}
+
+// DefaultMaintenanceInterval is the default Config.MaintenanceInterval.
+const DefaultMaintenanceInterval = 5 * time.Minute
+
+// SweepResult is what one maintenance sweep did.
+type SweepResult struct {
+	Refresh connections.SweepResult
+	// SessionsDeleted and FlowsDeleted count the expired connect sessions
+	// and OAuth flows deleted.
+	SessionsDeleted int
+	FlowsDeleted    int
+}
+
+// Sweep runs one maintenance pass now (a started Service runs one every
+// Config.MaintenanceInterval): it refreshes every token that expires within
+// within plus RefreshThreshold, and deletes expired connect sessions and
+// OAuth flows.
+func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult, error) {
+	var res SweepResult
+	var err error
+	threshold := s.cfg.RefreshThreshold
+	if threshold <= 0 {
+		threshold = connections.DefaultRefreshThreshold
+	}
+	res.Refresh, err = s.connections.SweepRefresh(ctx, within+threshold)
+	if err != nil {
+		return res, fmt.Errorf("connect: refresh sweep: %w", err)
+	}
+	res.SessionsDeleted, err = s.sessions.Prune(ctx)
+	if err != nil {
+		return res, fmt.Errorf("connect: pruning connect sessions: %w", err)
+	}
+	res.FlowsDeleted, err = s.store.DeleteExpiredOAuthFlows(ctx, s.cfg.Now().UTC().Add(-time.Hour), 0)
+	if err != nil {
+		return res, fmt.Errorf("connect: pruning OAuth flows: %w", err)
+	}
+	return res, nil
+}
+
+// sweepLoop runs Sweep every MaintenanceInterval (the first after a random
+// part of it, so that instances started together spread out) until ctx
+// ends.
+func (s *Service) sweepLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	every := s.cfg.MaintenanceInterval
+	wait := time.Duration(rand.Int64N(int64(every)))
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		res, err := s.Sweep(ctx, every)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.logger.ErrorContext(ctx, "maintenance sweep failed", "err", err)
+		case err == nil && (res.Refresh.Checked > 0 || res.SessionsDeleted > 0 || res.FlowsDeleted > 0):
+			s.logger.InfoContext(ctx, "maintenance sweep", "checked", res.Refresh.Checked, "refreshed", res.Refresh.Refreshed,
+				"failed", res.Refresh.Failed, "sessions_deleted", res.SessionsDeleted, "flows_deleted", res.FlowsDeleted)
+		}
+		wait = every
+	}
 }
 
 // Stop stops background work, waiting for running jobs within ctx's
@@ -365,6 +487,14 @@ func (s *Service) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
+	if s.stopSweeps != nil {
+		s.stopSweeps()
+		select {
+		case <-s.sweepsDone:
+		case <-ctx.Done():
+		}
+		s.stopSweeps, s.sweepsDone = nil, nil
+	}
 	if err := s.scheduler.Stop(ctx); err != nil {
 		return fmt.Errorf("connect: stop scheduler: %w", err)
 	}
@@ -418,12 +548,29 @@ func (s *Service) APIHandler() http.Handler {
 // (any origin): GET and DELETE /connect/session (the connect UI) and the
 // frontend client's non-OAuth auth calls POST /api-auth/api-key/{integration},
 // /api-auth/basic/{integration}, /oauth2/auth/{integration} and
-// /auth/unauthenticated/{integration}. Handler includes them.
+// /auth/unauthenticated/{integration}, the OAuth flow (GET
+// /oauth/connect/{integration}, GET /oauth/callback, GET
+// /oauth/status/{client}) and the frontend client's WebSocket at
+// Config.WebsocketsPath. Handler includes them.
 func (s *Service) ConnectHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.sessions.PublicRoutes(mux)
 	s.connectUI.Register(mux, connectui.DefaultPath)
-	return mux
+	return s.withWebSocket(mux)
+}
+
+// withWebSocket serves the frontend client's WebSocket (Config.WebsocketsPath)
+// to upgrade requests and everything else with h.
+func (s *Service) withWebSocket(h http.Handler) http.Handler {
+	ws := s.sessions.WebSocketHandler()
+	path := s.sessions.WebsocketsPath()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path && connections.IsWebSocketUpgrade(r) {
+			ws.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Handler serves every route of the service: the routes of APIHandler and
@@ -440,7 +587,7 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.Handle("GET /providers/{provider}/logo.svg", s.integrations.LogoHandler())
 	mux.Handle(webhooks.IncomingPattern, s.incomingHandler())
-	return s.sessions.Bearer(mux)
+	return s.withWebSocket(s.sessions.Bearer(mux))
 }
 
 // incomingHandler receives providers' webhooks and forwards them through the

@@ -706,3 +706,92 @@ func TestRefreshClientCredentials(t *testing.T) {
 		}
 	})
 }
+
+// TestRefreshSweep: a sweep refreshes the tokens that expire before the
+// next sweep (plus the threshold) and no others, even when two instances
+// sweep at once; a connection whose refresh fails gets its error entry and
+// is skipped once it failed MaxSweepAttempts times; expired sessions go.
+func TestRefreshSweep(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		rb := refreshSetup(t, b)
+		rb.ts.set(func(ts *tokenServer) { ts.delay = 20 * time.Millisecond })
+		rb.importOAuth(t, "fo", "soon", "rt-a", 10*time.Minute, "")
+		rb.importOAuth(t, "fo", "before-next", "rt-b", 18*time.Minute, "")
+		rb.importOAuth(t, "fo", "later", "rt-c", 2*time.Hour, "")
+		rb.importOAuth(t, "fo", "revoked", "rt-revoked", 5*time.Minute, "")
+		rb.ts.set(func(ts *tokenServer) { delete(ts.valid, "rt-revoked") })
+		rb.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"fo","connection_id":"no-rt",
+			"access_token":"at-x","expires_at":"` + rb.clock.in(time.Minute) + `","connection_config":{"tenant":"acme"}}`})
+
+		cfg2 := rb.cfg
+		cfg2.Scheduler = nil
+		if b.db != nil {
+			st, err := postgres.New(b.db, &postgres.Options{Schema: b.schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			cfg2.Store, cfg2.Scheduler = st, schedulerFor(t, b)
+		}
+		svc2, err := connect.New(cfg2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := rb.svc.Sweep(context.Background(), 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res.Refresh; r.Checked != 4 || r.Refreshed != 2 || r.Failed != 1 || rb.ts.callCount() != 3 {
+			t.Errorf("sweep: %+v with %d token calls, want 4 checked (the token without a refresh token too), 2 refreshed, 1 failed, 3 calls",
+				r, rb.ts.callCount())
+		}
+		for id, want := range map[string]string{"soon": "at-", "before-next": "at-", "later": "at-imported", "no-rt": "at-x"} {
+			c, err := rb.svc.Connections().Get(context.Background(), rb.env.ID, "fo", id, connections.GetOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			if !strings.HasPrefix(c.Credentials.AccessToken, want) || (want == "at-" && c.Credentials.AccessToken == "at-imported") {
+				t.Errorf("%s: access token %q after the sweep", id, c.Credentials.AccessToken)
+			}
+		}
+		if c := rb.stored(t, "fo", "revoked"); len(c.Errors) != 1 || c.Errors[0].Type != "auth" || c.RefreshAttempts != 1 {
+			t.Errorf("revoked connection: errors %v, attempts %d", c.Errors, c.RefreshAttempts)
+		}
+
+		// 50 minutes later the two refreshed tokens are due again: two
+		// instances sweeping at once call the provider once for each (and
+		// once for the failing one).
+		rb.clock.advance(50 * time.Minute)
+		var wg sync.WaitGroup
+		for i, svc := range []*connect.Service{rb.svc, svc2} {
+			wg.Go(func() {
+				if _, err := svc.Sweep(context.Background(), 5*time.Minute); err != nil {
+					t.Errorf("sweep %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := rb.ts.callCount(); n != 6 {
+			t.Errorf("two concurrent sweeps made %d token calls in all, want 6 (3 before, then 2 refreshes and 1 failure)", n)
+		}
+
+		// The failing connection is tried again by later sweeps until it
+		// has failed MaxSweepAttempts times.
+		for range 3 {
+			rb.clock.advance(time.Minute)
+			if _, err := rb.svc.Sweep(context.Background(), 5*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c := rb.stored(t, "fo", "revoked"); c.RefreshAttempts != connections.MaxSweepAttempts {
+			t.Errorf("revoked connection tried %d times, want %d", c.RefreshAttempts, connections.MaxSweepAttempts)
+		}
+		rb.session(t, `{"tags":{"end_user_id":"u1"}}`)
+		rb.clock.advance(31 * time.Minute)
+		res, err = rb.svc.Sweep(context.Background(), 5*time.Minute)
+		if err != nil || res.SessionsDeleted != 1 {
+			t.Errorf("sweep after the session expired: %+v, %v", res, err)
+		}
+	})
+}

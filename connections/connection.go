@@ -76,6 +76,12 @@ type Filter struct {
 	Tags map[string]string
 	// Search matches connection ids containing it, case-insensitively.
 	Search string
+	// AfterID keeps connections whose ID is greater: keyset paging that
+	// neither skips nor repeats rows while earlier ones change.
+	AfterID int64
+	// ExpiresBefore keeps connections whose credentials expire
+	// (CredentialsExpiresAt) before it; nil does not filter.
+	ExpiresBefore *time.Time
 	store.Page
 }
 

@@ -97,6 +97,10 @@ type RefreshConfig struct {
 	// the client id and secret of OAUTH2_CC credentials). Nil means none:
 	// the request then carries no client authentication.
 	ClientCredentials func(ctx context.Context, environmentID int64, integrationKey string) (clientID, clientSecret string, err error)
+	// AppCredentials returns the app id and PEM private key of an APP
+	// integration, opened: they sign the JWT that mints installation
+	// tokens. Nil means APP connections are not refreshed.
+	AppCredentials func(ctx context.Context, environmentID int64, integrationKey string) (appID, privateKey string, err error)
 	// Notifier receives the auth webhook (operation refresh) of a
 	// connection whose refresh started failing, in the transaction that
 	// records the failure. Nil sends none.
@@ -175,6 +179,7 @@ func (s *Service) EnableRefresh(cfg RefreshConfig) {
 	cfg.applyDefaults()
 	r := &refresher{s: s, cfg: cfg}
 	s.refresh = r.refresh
+	s.refresher = r
 }
 
 type refresher struct {
@@ -218,17 +223,19 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		}
 	case AuthModeOAuth2CC:
 		return GrantClientCredentials
+	case AuthModeApp:
+		return GrantAppInstallation
 	}
 	return ""
 }
 
 // due reports whether the credentials expire within the provider's
 // threshold, or hold no token at all (client credentials never fetched).
-func (r *refresher) due(p *integrations.Provider, creds *Credentials, now time.Time) bool {
+func (r *refresher) due(p *integrations.Provider, creds *Credentials, now time.Time, within time.Duration) bool {
 	if creds.Type == AuthModeOAuth2CC && creds.Token == "" {
 		return true
 	}
-	return creds.ExpiresAt != nil && !creds.ExpiresAt.After(now.Add(r.threshold(p)))
+	return creds.ExpiresAt != nil && !creds.ExpiresAt.After(now.Add(max(r.threshold(p), within)))
 }
 
 // backoffUntil returns when the backoff after c's last failed refresh ends,
@@ -243,8 +250,15 @@ func (r *refresher) backoffUntil(c *Connection, now time.Time) (time.Time, bool)
 
 // refresh is the RefreshFunc of the built-in refresher.
 func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Connection, error) {
+	return r.run(ctx, c, force, 0)
+}
+
+// run refreshes c when forced, or when its token expires within the
+// provider's threshold or within, whichever is longer (the sweep passes a
+// within that covers the time until its next pass).
+func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
-	case AuthModeOAuth2, AuthModeOAuth2CC:
+	case AuthModeOAuth2, AuthModeOAuth2CC, AuthModeApp:
 	default:
 		return c, nil
 	}
@@ -256,14 +270,14 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 	// Most reads end here, before the credentials are even opened: a token
 	// that does not expire soon (or, for OAuth 2, at all) is not due. (An
 	// OAUTH2_CC connection without an expiry may hold no token yet.)
-	if !force && ((c.CredentialsExpiresAt != nil && c.CredentialsExpiresAt.After(now.Add(r.threshold(p)))) ||
+	if !force && ((c.CredentialsExpiresAt != nil && c.CredentialsExpiresAt.After(now.Add(max(r.threshold(p), within)))) ||
 		(c.CredentialsExpiresAt == nil && c.AuthMode == AuthModeOAuth2)) {
 		return c, nil
 	}
 	if err := r.s.open(c); err != nil {
 		return nil, err
 	}
-	if grantFor(p, c.Credentials) == "" || (!force && !r.due(p, c.Credentials, now)) {
+	if grantFor(p, c.Credentials) == "" || (!force && !r.due(p, c.Credentials, now, within)) {
 		return c, nil
 	}
 	if !force {
@@ -276,12 +290,12 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 	// may end without calling the provider. The attempt runs on a context
 	// of its own, so that a caller that gives up does not fail the others.
 	envID, intKey, connID := c.EnvironmentID, c.IntegrationKey, c.ConnectionID
-	key := strconv.FormatInt(envID, 10) + "\x00" + intKey + "\x00" + connID + "\x00" + strconv.FormatBool(force)
+	key := strconv.FormatInt(envID, 10) + "\x00" + intKey + "\x00" + connID + "\x00" + strconv.FormatBool(force) + "\x00" + within.String()
 	seen := &Connection{Version: c.Version, LastRefreshFailure: cloneTime(c.LastRefreshFailure)}
 	ch := r.flight.DoChan(key, func() (any, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.flightTimeout())
 		defer cancel()
-		return r.locked(fctx, envID, intKey, connID, seen, force)
+		return r.locked(fctx, envID, intKey, connID, seen, force, within)
 	})
 	select {
 	case res := <-ch:
@@ -299,7 +313,7 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 // this one waited, or calls the provider and stores the outcome (new
 // tokens, or the failure) before the lock is released. seen is what the
 // caller read: its Version and LastRefreshFailure.
-func (r *refresher) locked(ctx context.Context, envID int64, key, id string, seen *Connection, force bool) (*Connection, error) {
+func (r *refresher) locked(ctx context.Context, envID int64, key, id string, seen *Connection, force bool, within time.Duration) (*Connection, error) {
 	var out *Connection
 	var failure error
 	err := r.s.store.WithTx(ctx, func(ctx context.Context) error {
@@ -336,7 +350,7 @@ func (r *refresher) locked(ctx context.Context, envID int64, key, id string, see
 				return nil
 			}
 		} else {
-			if !r.due(p, cur.Credentials, now) {
+			if !r.due(p, cur.Credentials, now, within) {
 				out = cur
 				return nil
 			}
@@ -390,6 +404,16 @@ func timeEqual(a, b *time.Time) bool {
 // failure is a *RefreshError.
 func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Connection, grant string) (*TokenResponse, error) {
 	creds := c.Credentials
+	if grant == GrantAppInstallation {
+		if r.cfg.AppCredentials == nil {
+			return nil, &RefreshError{Description: "no app credentials are configured"}
+		}
+		appID, key, err := r.cfg.AppCredentials(ctx, c.EnvironmentID, c.IntegrationKey)
+		if err != nil {
+			return nil, fmt.Errorf("connections: app credentials of integration %q: %w", c.IntegrationKey, err)
+		}
+		return r.appToken(ctx, p, appID, key, stringMap(c.ConnectionConfig))
+	}
 	clientID, clientSecret, err := r.client(ctx, c)
 	if err != nil {
 		return nil, err

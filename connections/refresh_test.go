@@ -236,7 +236,7 @@ func TestGrantFor(t *testing.T) {
 		{ccOAuth, &Credentials{Type: AuthModeOAuth2}, GrantClientCredentials},
 		{cc, &Credentials{Type: AuthModeOAuth2CC}, GrantClientCredentials},
 		{oauth, &Credentials{Type: AuthModeAPIKey}, ""},
-		{oauth, &Credentials{Type: AuthModeApp, RefreshToken: "r"}, ""},
+		{&integrations.Provider{AuthMode: integrations.AuthModeApp}, &Credentials{Type: AuthModeApp}, GrantAppInstallation},
 		{oauth, nil, ""},
 	} {
 		if got := grantFor(tc.p, tc.creds); got != tc.want {

@@ -52,6 +52,8 @@ type Service struct {
 	log          *oplog.Writer
 	now          func() time.Time
 	refresh      RefreshFunc
+	// refresher is the built-in refresher, when EnableRefresh installed it.
+	refresher *refresher
 }
 
 // NewService is called by connect.New.
@@ -61,7 +63,7 @@ func NewService(st Store, ints IntegrationLookup, catalog *integrations.Catalog,
 
 // SetRefreshFunc installs the refresher used by Get, replacing the
 // built-in one of EnableRefresh.
-func (s *Service) SetRefreshFunc(f RefreshFunc) { s.refresh = f }
+func (s *Service) SetRefreshFunc(f RefreshFunc) { s.refresh, s.refresher = f, nil }
 
 func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
@@ -129,8 +131,9 @@ type GetOptions struct {
 	// expire (when the connection can be refreshed: OAuth 2 with a refresh
 	// token, or client credentials), bypassing the backoff after a failure.
 	ForceRefresh bool
-	// RefreshGitHubAppJWT forces a refresh of APP connections (whose
-	// installation tokens the built-in refresher does not renew yet).
+	// RefreshGitHubAppJWT forces a new installation token for APP
+	// connections (refresh_github_app_jwt_token=true); their tokens are
+	// otherwise renewed like OAuth 2 tokens, when near expiry.
 	RefreshGitHubAppJWT bool
 }
 

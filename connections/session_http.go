@@ -99,7 +99,13 @@ func (ss *Sessions) Routes(rt *httpapi.Router) {
 //   - POST /api-auth/api-key/{integration}, /api-auth/basic/{integration},
 //     /oauth2/auth/{integration} and /auth/unauthenticated/{integration},
 //     with the token in the connect_session_token query parameter (the
-//     frontend client's non-OAuth auth calls).
+//     frontend client's non-OAuth auth calls);
+//   - GET /oauth/connect/{integration} (the OAuth popup, with the token in
+//     connect_session_token), GET /oauth/callback (the provider's redirect
+//     back) and GET /oauth/status/{client} (the flow's status, with the
+//     token as bearer).
+//
+// The frontend client's WebSocket is served apart: see WebSocketHandler.
 func (ss *Sessions) PublicRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /connect/session", ss.public(ss.getSession))
 	mux.Handle("DELETE /connect/session", ss.public(ss.deleteSession))
@@ -108,6 +114,7 @@ func (ss *Sessions) PublicRoutes(mux *http.ServeMux) {
 		mux.Handle("POST "+AuthPaths[mode], ss.public(ss.authHandler(mode)))
 		mux.HandleFunc("OPTIONS "+AuthPaths[mode], Preflight)
 	}
+	ss.oauthRoutes(mux)
 }
 
 // Bearer wraps the API handler so that GET /integrations and

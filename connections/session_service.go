@@ -88,9 +88,19 @@ type SessionsConfig struct {
 	// MaxBody limits request bodies of the public routes; 0 means
 	// httpapi.DefaultMaxBody.
 	MaxBody int64
-	// WebsocketsPath is announced by GET /connect/session. Defaults to
+	// WebsocketsPath is where the frontend client's WebSocket connects
+	// (WebSocketHandler), announced by GET /connect/session. Defaults to
 	// DefaultWebsocketsPath.
 	WebsocketsPath string
+	// CallbackURL is the OAuth redirect URI registered with providers: the
+	// address of GET /oauth/callback as end users' browsers reach it.
+	// Defaults to PublicURL + "/oauth/callback", or the relative
+	// "/oauth/callback" without a PublicURL (which providers refuse: set
+	// one of them for OAuth).
+	CallbackURL string
+	// FlowTTL is how long an end user has to finish an OAuth flow once it
+	// has started. Defaults to DefaultFlowTTL.
+	FlowTTL time.Duration
 }
 
 // Sessions manages connect sessions and the flows that use them: the
@@ -104,6 +114,8 @@ type Sessions struct {
 	cfg   SessionsConfig
 	// cc fetches client-credentials tokens with the refresher's code.
 	cc *refresher
+	// hub wakes the WebSockets of this process waiting on a flow.
+	hub flowHub
 }
 
 // NewSessions returns the connect sessions of conns.
@@ -128,6 +140,21 @@ func NewSessions(conns *Service, cfg SessionsConfig) (*Sessions, error) {
 	}
 	if cfg.WebsocketsPath == "" {
 		cfg.WebsocketsPath = DefaultWebsocketsPath
+	}
+	if !strings.HasPrefix(cfg.WebsocketsPath, "/") {
+		return nil, errors.New("connections: SessionsConfig.WebsocketsPath must start with '/'")
+	}
+	if cfg.CallbackURL == "" {
+		cfg.CallbackURL = strings.TrimRight(cfg.PublicURL, "/") + "/oauth/callback"
+	}
+	if u, err := url.Parse(cfg.CallbackURL); err != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("connections: SessionsConfig.CallbackURL %q must be a URL without query or fragment", cfg.CallbackURL)
+	}
+	if cfg.FlowTTL < 0 {
+		return nil, errors.New("connections: SessionsConfig.FlowTTL must not be negative")
+	}
+	if cfg.FlowTTL == 0 {
+		cfg.FlowTTL = DefaultFlowTTL
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = newCheckClient(cfg.CheckTimeout)

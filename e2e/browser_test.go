@@ -123,17 +123,6 @@ func TestConnectUIBrowser(t *testing.T) {
 	pageSrv := httptest.NewServer(pageMux)
 	t.Cleanup(pageSrv.Close)
 
-	// TEMPORARY until the OAuth flow endpoints are merged: without GET /oauth/connect the
-	// OAuth parts are skipped, loudly.
-	oauth := "1"
-	if resp, err := http.Get(host + "/oauth/connect/e2e-oauth"); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusNotFound {
-			oauth = "0"
-			t.Log("WARNING: the server has no /oauth/connect yet: the OAuth parts of this test are skipped")
-		}
-	}
-
 	results := filepath.Join(t.TempDir(), "results.json")
 	start := time.Now()
 	runNode(ctx, t, nodeBin, e2eDir, testFiles, []string{
@@ -147,7 +136,6 @@ func TestConnectUIBrowser(t *testing.T) {
 		"E2E_SUBDOMAIN=" + fakeSubdomain,
 		"E2E_OWN_CLIENT_ID=" + fakeOwnClientID,
 		"E2E_OWN_CLIENT_SECRET=" + fakeOwnSecret,
-		"E2E_OAUTH=" + oauth,
 		"NO_COLOR=1",
 	})
 	t.Logf("browser tests took %s", time.Since(start).Round(time.Millisecond))
@@ -191,10 +179,6 @@ func TestConnectUIBrowser(t *testing.T) {
 			}
 		}
 	}
-	if oauth == "0" {
-		delete(wantVia, "connect_link/OAUTH2")
-		delete(wantVia, "frontend.auth/OAUTH2")
-	}
 	for k, seen := range wantVia {
 		if !seen {
 			t.Errorf("no connection was made through %s", k)
@@ -203,8 +187,8 @@ func TestConnectUIBrowser(t *testing.T) {
 	if n := hooks.badSignatures(); n > 0 {
 		t.Errorf("%d webhooks had a wrong X-Svc-Hmac-Sha256", n)
 	}
-	if n := provider.tokenExchanges(); n < 2 && oauth == "1" {
-		t.Errorf("the fake provider exchanged %d codes, want at least 2 (connect UI and frontend auth)", n)
+	if n := provider.tokenExchanges(); n < 3 {
+		t.Errorf("the fake provider exchanged %d codes, want at least 3 (connect UI, own OAuth app, frontend auth)", n)
 	}
 	for _, name := range []string{"connect-ui-light.png", "connect-ui-dark.png", "connect-ui-form-light.png", "connect-ui-form-dark.png"} {
 		b, err := os.ReadFile(filepath.Join(shots, name))

@@ -81,7 +81,9 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 			f.ConnectionID != "" && c.ConnectionID != f.ConnectionID,
 			len(f.IntegrationKeys) > 0 && !slices.Contains(f.IntegrationKeys, c.IntegrationKey),
 			!hasTags(c.Tags, f.Tags),
-			search != "" && !strings.Contains(strings.ToLower(c.ConnectionID), search):
+			search != "" && !strings.Contains(strings.ToLower(c.ConnectionID), search),
+			c.ID <= f.AfterID,
+			f.ExpiresBefore != nil && (c.CredentialsExpiresAt == nil || !c.CredentialsExpiresAt.Before(*f.ExpiresBefore)):
 			continue
 		}
 		matched = append(matched, c)

@@ -188,6 +188,12 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 	if f.Search != "" {
 		w.add(`connection_id ILIKE ? ESCAPE '\'`, likePattern(f.Search))
 	}
+	if f.AfterID != 0 {
+		w.add("id > ?", f.AfterID)
+	}
+	if f.ExpiresBefore != nil {
+		w.add("credentials_expires_at < ?", *f.ExpiresBefore)
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultConnectionsLimit

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ var connectionTests = []test{
 	{"NotFound", testConnectionNotFound},
 	{"MissingIntegration", testConnectionMissingIntegration},
 	{"Conflict", testConnectionConflict},
+	{"KeysetAndExpiry", testConnectionKeysetAndExpiry},
 	{"Version", testConnectionVersion},
 	{"RoundTrip", testConnectionRoundTrip},
 	{"NilMetadata", testConnectionNilMetadata},
@@ -399,4 +401,36 @@ func testEnvironmentIsolation(t *testing.T, s Store) {
 	keys, err = s.ListAPIKeys(ctx, a.ID)
 	must(t, err)
 	diff(t, "ListAPIKeys(a)", []*environments.APIKey{keyA}, keys)
+}
+
+// testConnectionKeysetAndExpiry: AfterID pages by ID across environments,
+// and ExpiresBefore keeps the connections whose credentials expire before
+// it (never those without an expiry).
+func testConnectionKeysetAndExpiry(t *testing.T, s Store) {
+	ctx := t.Context()
+	a := newEnv(t, s, "a")
+	b := newEnv(t, s, "b")
+	newIntegration(t, s, a.ID, "github")
+	newIntegration(t, s, b.ID, "github")
+	var all []*connections.Connection
+	for i, env := range []int64{a.ID, b.ID, a.ID, b.ID} {
+		c := newConn(t, s, env, "github", fmt.Sprintf("u%d", i), nil)
+		if i < 3 {
+			exp := ts.Add(time.Duration(i) * time.Hour)
+			c.CredentialsExpiresAt = &exp
+			must(t, s.UpdateConnection(ctx, storedConnection(c)))
+			c.Version++
+		}
+		all = append(all, c)
+	}
+	page, err := s.ListConnections(ctx, connections.Filter{AfterID: all[0].ID, Page: store.Page{Limit: 2}})
+	must(t, err)
+	diff(t, "page after the first", storedConnections(all[1], all[2]), page)
+	page, err = s.ListConnections(ctx, connections.Filter{AfterID: all[2].ID, Page: store.Page{Limit: 2}})
+	must(t, err)
+	diff(t, "last page", storedConnections(all[3]), page)
+	before := ts.Add(90 * time.Minute)
+	page, err = s.ListConnections(ctx, connections.Filter{ExpiresBefore: &before})
+	must(t, err)
+	diff(t, "expiring before 90 minutes", storedConnections(all[0], all[1]), page)
 }

@@ -1,0 +1,186 @@
+package connections
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/dghubble/oauth1"
+
+	"github.com/embedauth/connect/integrations"
+)
+
+// OAuth 1.0a (RFC 5849) flows use github.com/dghubble/oauth1 for the
+// request-token and access-token legs and their signatures.
+
+// oauth1Config returns the OAuth 1 consumer of a provider and client, with
+// the provider's URLs filled in.
+func (ss *Sessions) oauth1Config(ctx context.Context, p *integrations.Provider, client *oauthClient, vars integrations.TemplateVars) (*oauth1.Config, error) {
+	var urls [3]string
+	for i, tmpl := range []string{p.RequestURL, p.AuthorizationURL, p.TokenURL} {
+		if tmpl == "" {
+			return nil, flowErr(FlowErrProviderConfig, "The OAuth 1 provider %q lacks its request, authorization or access token URL.", p.Name)
+		}
+		u, err := integrations.Interpolate(tmpl, vars)
+		if err != nil {
+			return nil, missingTemplateValues(err, "the provider's OAuth 1 URLs")
+		}
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
+			return nil, flowErr(FlowErrProviderConfig, "An OAuth 1 URL of %q is not an absolute http(s) URL.", p.Name)
+		}
+		urls[i] = u
+	}
+	signer, err := oauth1Signer(p.SignatureMethod, client)
+	if err != nil {
+		return nil, err
+	}
+	return &oauth1.Config{
+		ConsumerKey:    client.id,
+		ConsumerSecret: client.secret,
+		CallbackURL:    ss.cfg.CallbackURL,
+		Endpoint:       oauth1.Endpoint{RequestTokenURL: urls[0], AuthorizeURL: urls[1], AccessTokenURL: urls[2]},
+		Signer:         signer,
+		HTTPClient:     ctxClient(ctx, ss.cc.cfg.HTTPClient),
+	}, nil
+}
+
+// oauth1Signer returns the signer of a signature method.
+func oauth1Signer(method string, client *oauthClient) (oauth1.Signer, error) {
+	switch strings.ToUpper(method) {
+	case "", "HMAC-SHA1":
+		return &oauth1.HMACSigner{ConsumerSecret: client.secret}, nil
+	case "HMAC-SHA256":
+		return &oauth1.HMAC256Signer{ConsumerSecret: client.secret}, nil
+	case "RSA-SHA1":
+		key, err := parseRSAKey(client.privateKey)
+		if err != nil {
+			return nil, flowErr(FlowErrProviderConfig, "RSA-SHA1 signatures need the integration's private_key, an RSA key in PEM form.")
+		}
+		return &oauth1.RSASigner{PrivateKey: key}, nil
+	case "PLAINTEXT":
+		return plaintextSigner{consumerSecret: client.secret}, nil
+	}
+	return nil, flowErr(FlowErrProviderConfig, "The OAuth 1 signature method %q is not supported.", method)
+}
+
+// plaintextSigner is the PLAINTEXT method of RFC 5849 3.4.4, which
+// dghubble/oauth1 lacks: the signature is the encoded consumer secret and
+// token secret joined by '&'. It is only safe over TLS.
+type plaintextSigner struct{ consumerSecret string }
+
+func (s plaintextSigner) Name() string { return "PLAINTEXT" }
+
+func (s plaintextSigner) Sign(tokenSecret, _ string) (string, error) {
+	return percentEncode(s.consumerSecret) + "&" + percentEncode(tokenSecret), nil
+}
+
+// percentEncode is RFC 5849 3.6 encoding.
+func percentEncode(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+}
+
+var _ oauth1.Signer = plaintextSigner{}
+
+// startOAuth1 gets a request token and returns it (the flow's state) with
+// the provider's authorization URL.
+func (ss *Sessions) startOAuth1(ctx context.Context, p *integrations.Provider, client *oauthClient, vars integrations.TemplateVars,
+	f *OAuthFlow, scopes []string, clientParams map[string]string, sess *Session) (string, string, error) {
+	cfg, err := ss.oauth1Config(ctx, p, client, vars)
+	if err != nil {
+		return "", "", err
+	}
+	token, secret, err := cfg.RequestToken()
+	if err != nil {
+		return "", "", &FlowError{Type: FlowErrToken, Message: "The provider refused the request token: " + oauth1Reason(err, client) + ".",
+			Status: http.StatusBadRequest, Err: err}
+	}
+	f.Secrets.RequestTokenSecret = secret
+	u, err := cfg.AuthorizationURL(token)
+	if err != nil {
+		return "", "", flowErr(FlowErrProviderConfig, "The authorization URL of %q is invalid.", p.Name)
+	}
+	q := u.Query()
+	for _, k := range slices.Sorted(maps.Keys(p.AuthorizationParams)) {
+		if reservedAuthParams[k] {
+			continue
+		}
+		if v, err := integrations.Interpolate(p.AuthorizationParams[k], vars); err == nil {
+			q.Set(k, v)
+		}
+	}
+	for _, m := range []map[string]string{sess.IntegrationsConfigDefaults[f.IntegrationKey].AuthorizationParams, clientParams} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if reservedAuthParams[k] || m[k] == "undefined" {
+				continue
+			}
+			q.Set(k, m[k])
+		}
+	}
+	if len(scopes) > 0 {
+		sep := p.ScopeSeparator
+		if sep == "" {
+			sep = " "
+		}
+		q.Set("scope", strings.Join(scopes, sep))
+	}
+	u.RawQuery = q.Encode()
+	return token, u.String(), nil
+}
+
+// finishOAuth1 exchanges the request token and verifier for the access
+// token.
+func (ss *Sessions) finishOAuth1(ctx context.Context, p *integrations.Provider, client *oauthClient, cfg map[string]any, f *OAuthFlow, query url.Values) (*Credentials, error) {
+	token, verifier := query.Get("oauth_token"), query.Get("oauth_verifier")
+	if verifier == "" {
+		return nil, flowErr(FlowErrCallback, "The provider sent the end user back without an oauth_verifier.")
+	}
+	if len(verifier) > 1024 {
+		return nil, flowErr(FlowErrCallback, "The oauth_verifier is too long.")
+	}
+	oc, err := ss.oauth1Config(ctx, p, client, integrations.TemplateVars{ConnectionConfig: stringMap(cfg), ClientID: client.id, ClientSecret: client.secret})
+	if err != nil {
+		return nil, err
+	}
+	access, secret, err := oc.AccessToken(token, f.Secrets.RequestTokenSecret, verifier)
+	if err != nil {
+		return nil, &FlowError{Type: FlowErrToken, Message: "The provider refused the access token request: " + oauth1Reason(err, client, f.Secrets.RequestTokenSecret, verifier) + ".",
+			Status: http.StatusBadRequest, Err: err}
+	}
+	return &Credentials{Type: AuthModeOAuth1, OAuthToken: access, OAuthTokenSecret: secret, Scopes: slices.Clone(f.Scopes)}, nil
+}
+
+// oauth1Reason turns an error of dghubble/oauth1 (which quotes the
+// provider's answer) into a short text without secrets.
+func oauth1Reason(err error, client *oauthClient, secrets ...string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return "the provider could not be reached"
+	}
+	msg := strings.TrimPrefix(err.Error(), "oauth1: ")
+	return sanitize(msg, 200, append(secrets, client.secret))
+}
+
+// ctxClient returns a client whose requests carry ctx: dghubble/oauth1's
+// token requests take no context.
+func ctxClient(ctx context.Context, base *http.Client) *http.Client {
+	c := *base
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c.Transport = ctxTransport{ctx: ctx, base: rt}
+	return &c
+}
+
+type ctxTransport struct {
+	ctx  context.Context
+	base http.RoundTripper
+}
+
+func (t ctxTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.base.RoundTrip(r.WithContext(t.ctx))
+}
