@@ -156,6 +156,7 @@ func TestConnectUIBrowser(t *testing.T) {
 		t.Fatalf("results %s: %v", raw, err)
 	}
 	wantVia := map[string]bool{"connect_link/API_KEY": false, "connect_link/OAUTH2": false,
+		"connect_link_own_app/OAUTH2": false, "connect_link_poll/OAUTH2": false,
 		"openConnectUI/API_KEY": false, "frontend.auth/API_KEY": false, "frontend.auth/OAUTH2": false}
 	hookDeadline := time.Now().Add(webhookWait)
 	for _, m := range made {
@@ -187,8 +188,8 @@ func TestConnectUIBrowser(t *testing.T) {
 	if n := hooks.badSignatures(); n > 0 {
 		t.Errorf("%d webhooks had a wrong X-Svc-Hmac-Sha256", n)
 	}
-	if n := provider.tokenExchanges(); n < 3 {
-		t.Errorf("the fake provider exchanged %d codes, want at least 3 (connect UI, own OAuth app, frontend auth)", n)
+	if n := provider.tokenExchanges(); n < 4 {
+		t.Errorf("the fake provider exchanged %d codes, want at least 4 (connect UI, own OAuth app, status poll, frontend auth)", n)
 	}
 	for _, name := range []string{"connect-ui-light.png", "connect-ui-dark.png", "connect-ui-form-light.png", "connect-ui-form-dark.png"} {
 		b, err := os.ReadFile(filepath.Join(shots, name))
@@ -280,6 +281,20 @@ func newFakeProvider(t *testing.T) *fakeProvider {
 		}
 		if q.Get("code_challenge") != "" && q.Get("code_challenge_method") != "S256" {
 			http.Error(w, "only S256", http.StatusBadRequest)
+			return
+		}
+		if q.Get("e2e_deny") == "1" { // the end user refuses
+			u, err := url.Parse(redirect)
+			if err != nil {
+				http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+				return
+			}
+			rq := u.Query()
+			rq.Set("error", "access_denied")
+			rq.Set("error_description", "The user denied access")
+			rq.Set("state", state)
+			u.RawQuery = rq.Encode()
+			http.Redirect(w, r, u.String(), http.StatusFound)
 			return
 		}
 		code := "code-" + randomHex(t, 8)

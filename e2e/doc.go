@@ -1,6 +1,7 @@
 // Package e2e holds the end-to-end tests: they drive the reference server (./examples/server)
-// the way users do, through the published Node client @nangohq/node, pinned to exactly 0.71.10
-// in e2e/package.json and e2e/package-lock.json. The package has no non-test code.
+// the way users do, through the published Node client @nangohq/node and, in headless Chromium,
+// the connect UI and the published @nangohq/frontend, each pinned to exactly 0.71.10 in
+// e2e/package.json and e2e/package-lock.json. The package has no non-test code.
 //
 // TestNodeClient builds ./examples/server (with -race when the test binary has it), creates a
 // fresh Postgres database connect_e2e_<random> through TEST_DATABASE_URL, starts the server on
@@ -9,11 +10,28 @@
 // `node --test`. It then sends SIGTERM and requires the server to exit with code 0 within
 // 10 seconds, and drops the database.
 //
+// TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs the same way, with
+// playwright-core driving headless Chromium (Debian's chromium, or CHROMIUM_PATH; --no-sandbox
+// when root). Around the reference server it starts, as httptest servers: a fake OAuth 2
+// provider (an authorize endpoint that redirects straight back with a code and the state, and a
+// token endpoint that checks the client, the redirect URI, the code's single use and PKCE) with
+// an API-key check endpoint, registered through CONNECT_PROVIDERS_FILE; the host's webhook
+// receiver, which verifies every X-Svc-Hmac-Sha256 with the signing key itself; and a test page
+// on another origin that loads @nangohq/frontend@0.71.10 from e2e/node_modules. In the browser:
+// connect_link connects an API-key integration (after a refused key and a malformed subdomain)
+// and an OAuth 2 integration through the popup, and one with the end user's own OAuth app;
+// openConnectUI connects inside its iframe and the events it passes on are checked; the
+// frontend's auth() connects an API-key and an OAuth 2 integration. Every connection made must
+// then exist and have its signed auth webhook. It also takes the connect UI screenshots in the
+// light and dark themes: into docs/ with CONNECT_UPDATE_SCREENSHOTS=1, otherwise into a
+// temporary directory.
+//
 // # Running it locally
 //
 // Once, and whenever e2e/package-lock.json changes, from the repository root:
 //
 //	npm ci --prefix e2e
+//	apt-get install chromium   # for TestConnectUIBrowser
 //
 // Then, with a Postgres that the URL's user may create databases on:
 //

@@ -195,6 +195,55 @@ describe('connect UI through connect_link', () => {
         assert.deepEqual(problems, []);
     });
 
+    it('completes through the status poll when the popup cannot talk back', async (t) => {
+        const { page, context, problems } = await newPage(t);
+        const endUser = user('poll');
+        const session = await createSession({ tags: { end_user_id: endUser }, allowed_integrations: ['e2e-oauth'] });
+        // The callback still runs on the server, but its page neither posts nor closes.
+        await context.route('**/oauth/callback?**', async (route) => {
+            const response = await route.fetch();
+            await route.fulfill({ response, body: '<!doctype html><p>Done.</p>', headers: { 'content-type': 'text/html' } });
+        });
+        await page.goto(session.connect_link);
+        const form = page.locator('form[data-integration="e2e-oauth"]');
+        await form.waitFor({ timeout: TIMEOUT });
+        const [popup] = await Promise.all([page.waitForEvent('popup', { timeout: TIMEOUT }), form.locator('button[type="submit"]').click()]);
+        const ok = page.locator('[data-screen="success"] .success');
+        await ok.waitFor({ timeout: TIMEOUT });
+        const connectionId = await ok.getAttribute('data-connection-id');
+        assert.ok(connectionId);
+        results.push({ via: 'connect_link_poll', integration: 'e2e-oauth', authMode: 'OAUTH2', connectionId, endUserId: endUser });
+        // The UI closes the silent popup itself.
+        if (!popup.isClosed()) {
+            await popup.waitForEvent('close', { timeout: TIMEOUT });
+        }
+        assert.deepEqual(problems, []);
+    });
+
+    it("shows the provider's refusal and writes nothing", async (t) => {
+        const { page, problems } = await newPage(t);
+        const endUser = user('denied');
+        const session = await createSession({
+            tags: { end_user_id: endUser },
+            allowed_integrations: ['e2e-oauth'],
+            integrations_config_defaults: { 'e2e-oauth': { authorization_params: { e2e_deny: '1' } } },
+        });
+        await page.goto(session.connect_link);
+        const form = page.locator('form[data-integration="e2e-oauth"]');
+        await form.waitFor({ timeout: TIMEOUT });
+        await Promise.all([page.waitForEvent('popup', { timeout: TIMEOUT }), form.locator('button[type="submit"]').click()]);
+        const err = form.locator('.error');
+        await err.waitFor({ state: 'visible', timeout: TIMEOUT });
+        assert.match(await err.textContent(), /access_denied|denied/i);
+        // The form is usable again, and no connection was written.
+        assert.equal(await form.locator('button[type="submit"]').isEnabled(), true);
+        const res = await fetch(`${host}/connections?tags%5Bend_user_id%5D=${encodeURIComponent(endUser)}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+        const body = await res.json();
+        assert.equal(res.status, 200, JSON.stringify(body));
+        assert.deepEqual(body.connections, []);
+        assert.deepEqual(problems, []);
+    });
+
     it('says clearly when the link has expired', async (t) => {
         const { page, problems } = await newPage(t);
         await page.goto(`${host}/connect/?session_token=nango_connect_session_${'0'.repeat(64)}`);

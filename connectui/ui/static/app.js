@@ -985,6 +985,9 @@
     });
     closeButton.addEventListener('click', closeUI);
     closeButton.hidden = !inFrame;
+    if (inFrame) {
+        root.classList.add('in-frame'); // a see-through backdrop over the host's page
+    }
     watermark.firstChild.textContent = t('secured') + ' ';
     applyTheme(null);
 
