@@ -149,6 +149,7 @@ func TestConnectUIBrowser(t *testing.T) {
 		Integration  string `json:"integration"`
 		ConnectionID string `json:"connectionId"`
 		Via          string `json:"via"`
+		Operation    string `json:"operation"`
 		EndUserID    string `json:"endUserId"`
 		AuthMode     string `json:"authMode"`
 	}
@@ -156,7 +157,7 @@ func TestConnectUIBrowser(t *testing.T) {
 		t.Fatalf("results %s: %v", raw, err)
 	}
 	wantVia := map[string]bool{"connect_link/API_KEY": false, "connect_link/OAUTH2": false,
-		"connect_link_own_app/OAUTH2": false, "connect_link_poll/OAUTH2": false,
+		"connect_link_own_app/OAUTH2": false, "connect_link_poll/OAUTH2": false, "connect_link_reconnect/API_KEY": false,
 		"openConnectUI/API_KEY": false, "frontend.auth/API_KEY": false, "frontend.auth/OAUTH2": false}
 	hookDeadline := time.Now().Add(webhookWait)
 	for _, m := range made {
@@ -166,11 +167,15 @@ func TestConnectUIBrowser(t *testing.T) {
 			continue
 		}
 		api.mustHaveConnection(t, m.Integration, m.ConnectionID)
-		hook := hooks.waitAuth(t, m.ConnectionID, time.Until(hookDeadline))
+		op := m.Operation
+		if op == "" {
+			op = "creation"
+		}
+		hook := hooks.waitAuth(t, m.ConnectionID, op, time.Until(hookDeadline))
 		if hook == nil {
 			continue
 		}
-		if hook["success"] != true || hook["operation"] != "creation" || hook["providerConfigKey"] != m.Integration || hook["authMode"] != m.AuthMode {
+		if hook["success"] != true || hook["providerConfigKey"] != m.Integration || hook["authMode"] != m.AuthMode {
 			t.Errorf("%s %s: auth webhook %v", m.Via, m.Integration, hook)
 		}
 		if m.EndUserID != "" {
@@ -247,6 +252,7 @@ func fakeProvidersYAML(base string) string {
         pattern: "^[a-z0-9-]+$"
         prefix: "https://"
         suffix: .acme.test
+        doc_section: subdomain
     credentials:
       apiKey:
         type: string
@@ -384,12 +390,12 @@ type webhookReceiver struct {
 	srv  *httptest.Server
 	key  string
 	mu   sync.Mutex
-	auth map[string]map[string]any
+	auth map[string][]map[string]any // by connection id, in arrival order
 	bad  int
 }
 
 func newWebhookReceiver(t *testing.T, key string) *webhookReceiver {
-	h := &webhookReceiver{key: key, auth: map[string]map[string]any{}}
+	h := &webhookReceiver{key: key, auth: map[string][]map[string]any{}}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -414,7 +420,7 @@ func newWebhookReceiver(t *testing.T, key string) *webhookReceiver {
 		}
 		if m["type"] == "auth" {
 			if id, _ := m["connectionId"].(string); id != "" {
-				h.auth[id] = m
+				h.auth[id] = append(h.auth[id], m)
 			}
 		}
 		w.WriteHeader(http.StatusOK)
@@ -423,20 +429,22 @@ func newWebhookReceiver(t *testing.T, key string) *webhookReceiver {
 	return h
 }
 
-// waitAuth returns the auth webhook of a connection, waiting up to d; nil (and an error)
-// when none came.
-func (h *webhookReceiver) waitAuth(t *testing.T, connectionID string, d time.Duration) map[string]any {
+// waitAuth returns the auth webhook of a connection with the operation, waiting up to d; nil
+// (and an error) when none came.
+func (h *webhookReceiver) waitAuth(t *testing.T, connectionID, operation string, d time.Duration) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		h.mu.Lock()
-		m := h.auth[connectionID]
-		h.mu.Unlock()
-		if m != nil {
-			return m
+		for _, m := range h.auth[connectionID] {
+			if m["operation"] == operation {
+				h.mu.Unlock()
+				return m
+			}
 		}
+		h.mu.Unlock()
 		if time.Now().After(deadline) {
-			t.Errorf("no signed auth webhook for connection %s within %s", connectionID, d)
+			t.Errorf("no signed auth webhook with operation %s for connection %s within %s", operation, connectionID, d)
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -125,8 +125,9 @@ describe('connect UI through connect_link', () => {
         await page.locator('button[data-integration="e2e-apikey"]').click();
         const form = page.locator('form[data-integration="e2e-apikey"]');
         await form.waitFor({ timeout: TIMEOUT });
-        // The docs link is the session's override.
+        // The docs link is the session's override, and a field's help link its section.
         assert.equal(await page.locator('.docs a').getAttribute('href'), 'https://help.example.com/acme-analytics');
+        assert.equal(await form.locator('.field-docs').getAttribute('href'), 'https://help.example.com/acme-analytics#subdomain');
         // Required fields and the provider's pattern are checked before anything is sent.
         await form.locator('button[type="submit"]').click();
         assert.equal(await form.locator('.field-error:visible').count(), 2);
@@ -148,6 +149,27 @@ describe('connect UI through connect_link', () => {
         const connectionId = await ok.getAttribute('data-connection-id');
         assert.ok(connectionId);
         results.push({ via: 'connect_link', integration: 'e2e-apikey', authMode: 'API_KEY', connectionId, endUserId: endUser });
+        assert.deepEqual(problems, []);
+
+        // A reconnect session opens that integration at once and keeps the connection id.
+        const res = await fetch(`${host}/connect/sessions/reconnect`, {
+            method: 'POST',
+            headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ connection_id: connectionId, integration_id: 'e2e-apikey', tags: { end_user_id: endUser } }),
+        });
+        const reconnect = await res.json();
+        assert.equal(res.status, 201, JSON.stringify(reconnect));
+        await page.goto(reconnect.data.connect_link);
+        const again = page.locator('form[data-integration="e2e-apikey"]');
+        await again.waitFor({ timeout: TIMEOUT });
+        assert.equal(await page.locator('h1').textContent(), 'Reconnect Acme Analytics');
+        assert.equal(await page.locator('#back').isVisible(), false);
+        await again.locator('input[name="subdomain"]').fill(subdomain);
+        await again.locator('input[name="apiKey"]').fill(goodKey);
+        await again.locator('button[type="submit"]').click();
+        await ok.waitFor({ timeout: TIMEOUT });
+        assert.equal(await ok.getAttribute('data-connection-id'), connectionId);
+        results.push({ via: 'connect_link_reconnect', integration: 'e2e-apikey', authMode: 'API_KEY', connectionId, endUserId: endUser, operation: 'override' });
         assert.deepEqual(problems, []);
     });
 
@@ -269,6 +291,7 @@ describe('connect UI inside openConnectUI', () => {
                     baseURL: `${host}/connect/`,
                     apiURL: host,
                     themeOverride: 'dark',
+                    lang: 'fr',
                     onEvent: (e) => window.events.push(e),
                 });
             },
@@ -281,6 +304,7 @@ describe('connect UI inside openConnectUI', () => {
         assert.ok(!src.includes(session.token));
         assert.ok(src.includes('theme=dark'));
         assert.equal(await frame.locator('html').getAttribute('data-theme'), 'dark');
+        assert.equal(await frame.locator('h1').textContent(), 'Choisissez le compte à connecter');
         const connectionId = await connectAPIKey(frame, page);
         assert.ok(connectionId);
         results.push({ via: 'openConnectUI', integration: 'e2e-apikey', authMode: 'API_KEY', connectionId, endUserId: endUser });

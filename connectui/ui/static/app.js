@@ -588,7 +588,7 @@
                 group = f.group;
                 body.push(el('p', { class: 'group', text: f.group }));
             }
-            var input = renderInput(f, i === 0);
+            var input = renderInput(f, i === 0, docs);
             inputs.push({ field: f, input: input.input });
             body.push(input.node);
         });
@@ -639,7 +639,7 @@
         show(nodes, { screen: 'form', back: back });
     }
 
-    function renderInput(f, first) {
+    function renderInput(f, first, docs) {
         var id = 'f-' + f.kind + '-' + f.key.replace(/[^A-Za-z0-9_-]/g, '_');
         var input;
         if (f.boolean) {
@@ -659,6 +659,12 @@
             });
         }
         var label = el('label', { for: id, class: 'label' }, [f.label, f.optional ? null : el('span', { class: 'req', 'aria-hidden': 'true', text: ' *' })]);
+        if (docs && f.docSection) {
+            // The provider's guide, at this field's section.
+            var u = new URL(docs);
+            u.hash = f.docSection;
+            label.appendChild(el('a', { class: 'field-docs', href: u.href, target: '_blank', rel: 'noopener noreferrer', text: t('docsField') }));
+        }
         var help = f.description ? el('p', { class: 'help muted', text: f.description }) : null;
         var control = f.prefix || f.suffix
             ? el('div', { class: 'affix' }, [f.prefix ? el('span', { class: 'prefix', text: f.prefix }) : null, input, f.suffix ? el('span', { class: 'suffix', text: f.suffix }) : null])
