@@ -23,6 +23,15 @@
 // Go code manages the same data without HTTP through the feature services:
 // [Service.Environments], [Service.Integrations] and [Service.Connections].
 //
+// # Connect UI
+//
+// Handler and ConnectHandler also serve the pre-built connect UI at
+// /connect/ (package connectui): the page a connect session's connect_link
+// opens, and the one @nangohq/frontend's openConnectUI shows in an iframe.
+// It lists the session's integrations, collects what each needs, runs
+// OAuth in a popup, and follows the environment's branding. [Config.ConnectUI]
+// says which API origins it may call and who may frame it.
+//
 // # Storage
 //
 // A [Store] holds all state. store/memory keeps it in memory, for tests and
