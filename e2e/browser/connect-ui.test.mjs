@@ -174,7 +174,11 @@ describe('connect UI through connect_link', () => {
     });
 
     it('connects an OAuth 2 integration in a popup', async (t) => {
-        const { page, problems } = await newPage(t);
+        const { page, context, problems } = await newPage(t);
+        // No status poll here: the outcome must come from the callback page's message.
+        await context.route('**/oauth/status/**', (route) =>
+            route.fulfill({ status: 404, contentType: 'application/json', body: '{"error":{"code":"not_found"}}' })
+        );
         const endUser = user('oauth');
         const session = await createSession({ tags: { end_user_id: endUser }, allowed_integrations: ['e2e-oauth', 'e2e-apikey'] });
         await page.goto(session.connect_link);

@@ -877,7 +877,9 @@
         }
 
         function onMessage(ev) {
-            if (ev.source !== popup && ev.origin !== apiOrigin) {
+            // Only the popup this flow opened (its window stays the same
+            // object across the navigations to the provider and back).
+            if (ev.source !== popup || ev.origin !== apiOrigin) {
                 return;
             }
             fromCallback(ev.data, function () {
