@@ -158,7 +158,7 @@ func TestConnectUIBrowser(t *testing.T) {
 	}
 	wantVia := map[string]bool{"connect_link/API_KEY": false, "connect_link/OAUTH2": false,
 		"connect_link_own_app/OAUTH2": false, "connect_link_poll/OAUTH2": false, "connect_link_reconnect/API_KEY": false,
-		"openConnectUI/API_KEY": false, "frontend.auth/API_KEY": false, "frontend.auth/OAUTH2": false}
+		"openConnectUI/API_KEY": false, "openConnectUI/OAUTH2": false, "frontend.auth/API_KEY": false, "frontend.auth/OAUTH2": false}
 	hookDeadline := time.Now().Add(webhookWait)
 	for _, m := range made {
 		wantVia[m.Via+"/"+m.AuthMode] = true

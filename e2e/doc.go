@@ -20,7 +20,8 @@
 // on another origin that loads @nangohq/frontend@0.71.10 from e2e/node_modules. In the browser:
 // connect_link connects an API-key integration (after a refused key and a malformed subdomain)
 // and an OAuth 2 integration through the popup, and one with the end user's own OAuth app;
-// openConnectUI connects inside its iframe and the events it passes on are checked; the
+// openConnectUI connects an API-key and an OAuth 2 integration inside its iframe and the events
+// it passes on are checked, and a popup closed early is reported with detectClosedAuthWindow; the
 // frontend's auth() connects an API-key and an OAuth 2 integration. Every connection made must
 // then exist and have its signed auth webhook. It also takes the connect UI screenshots in the
 // light and dark themes: into docs/ with CONNECT_UPDATE_SCREENSHOTS=1, otherwise into a

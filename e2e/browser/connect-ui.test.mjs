@@ -312,6 +312,17 @@ describe('connect UI inside openConnectUI', () => {
         const connectionId = await connectAPIKey(frame, page);
         assert.ok(connectionId);
         results.push({ via: 'openConnectUI', integration: 'e2e-apikey', authMode: 'API_KEY', connectionId, endUserId: endUser });
+        // Then an OAuth integration, whose popup the iframe opens.
+        await frame.locator('button.link').click();
+        await frame.locator('button[data-integration="e2e-oauth"]').click();
+        const oauthForm = frame.locator('form[data-integration="e2e-oauth"]');
+        await oauthForm.waitFor({ timeout: TIMEOUT });
+        await Promise.all([page.waitForEvent('popup', { timeout: TIMEOUT }), oauthForm.locator('button[type="submit"]').click()]);
+        const ok = frame.locator('[data-screen="success"] .success');
+        await ok.waitFor({ timeout: TIMEOUT });
+        const oauthConnectionId = await ok.getAttribute('data-connection-id');
+        assert.ok(oauthConnectionId && oauthConnectionId !== connectionId);
+        results.push({ via: 'openConnectUI', integration: 'e2e-oauth', authMode: 'OAUTH2', connectionId: oauthConnectionId, endUserId: endUser });
         await frame.locator('#done').click();
         await page.locator('#connect-ui').waitFor({ state: 'detached', timeout: TIMEOUT });
 
@@ -320,13 +331,52 @@ describe('connect UI inside openConnectUI', () => {
         assert.equal(types[0], 'ready');
         assert.ok(types.includes('settings_changed'), types.join());
         assert.equal(types.at(-1), 'close');
-        const connect = events.find((e) => e.type === 'connect');
-        assert.deepEqual(connect.payload, { providerConfigKey: 'e2e-apikey', connectionId, isPending: false });
+        const connects = events.filter((e) => e.type === 'connect').map((e) => e.payload);
+        assert.deepEqual(connects, [
+            { providerConfigKey: 'e2e-apikey', connectionId, isPending: false },
+            { providerConfigKey: 'e2e-oauth', connectionId: oauthConnectionId, isPending: false },
+        ]);
         const settings = events.find((e) => e.type === 'settings_changed');
         assert.equal(settings.payload.theme.dark.primary, '#a78bfa');
         const all = JSON.stringify(events);
         assert.ok(!all.includes(session.token), 'an event carries the session token');
         assert.ok(!all.includes(goodKey), 'an event carries the API key');
+        assert.deepEqual(problems, []);
+    });
+});
+
+describe('connect UI inside openConnectUI with detectClosedAuthWindow', () => {
+    it('reports a popup closed before the end', async (t) => {
+        const { page, context, problems } = await newPage(t);
+        const session = await createSession({ tags: { end_user_id: user('closed') }, allowed_integrations: ['e2e-oauth'] });
+        // The popup stays on a page of ours: the end user closes it.
+        await context.route('**/oauth/connect/**', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: '<p>Sign in…</p>' }));
+        await page.goto(pageURL);
+        await page.waitForFunction(() => window.frontendLoaded === true, null, { timeout: TIMEOUT });
+        await page.evaluate(
+            ({ host, token }) => {
+                window.events = [];
+                new window.Nango({ host, connectSessionToken: token }).openConnectUI({
+                    baseURL: `${host}/connect/`,
+                    apiURL: host,
+                    detectClosedAuthWindow: true,
+                    onEvent: (e) => window.events.push(e),
+                });
+            },
+            { host, token: session.token }
+        );
+        const frame = page.frameLocator('#connect-ui');
+        const form = frame.locator('form[data-integration="e2e-oauth"]');
+        await form.waitFor({ timeout: TIMEOUT });
+        const [popup] = await Promise.all([page.waitForEvent('popup', { timeout: TIMEOUT }), form.locator('button[type="submit"]').click()]);
+        await popup.waitForLoadState();
+        await popup.close();
+        const err = form.locator('.error');
+        await err.waitFor({ state: 'visible', timeout: TIMEOUT });
+        assert.match(await err.textContent(), /closed/);
+        await page.waitForFunction(() => window.events.some((e) => e.type === 'error'), null, { timeout: TIMEOUT });
+        const error = await page.evaluate(() => window.events.find((e) => e.type === 'error'));
+        assert.equal(error.payload.errorType, 'window_closed');
         assert.deepEqual(problems, []);
     });
 });
@@ -391,6 +441,12 @@ describe('screenshots', () => {
             await page.goto(`${session.connect_link}&theme=${theme}`);
             await page.locator('[data-screen="list"]').waitFor({ timeout: TIMEOUT });
             assert.equal(await page.locator('html').getAttribute('data-theme'), theme);
+            // Without ?theme=, the environment's default (system) follows the browser.
+            const other = theme === 'light' ? 'dark' : 'light';
+            const { page: sys } = await newPage(t, other);
+            await sys.goto(`${host}/connect/?session_token=${session.token}`);
+            await sys.locator('[data-screen="list"]').waitFor({ timeout: TIMEOUT });
+            assert.equal(await sys.locator('html').getAttribute('data-theme'), other);
             // Logos loaded (or replaced by their monogram) before the picture.
             await page.waitForFunction(() => [...document.images].every((i) => i.complete));
             await page.screenshot({ path: join(shots, `connect-ui-${theme}.png`) });
