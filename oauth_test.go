@@ -41,7 +41,7 @@ import (
 // checked by the test's own HMAC-SHA1 code, and a GitHub-App-like
 // installation flow whose JWTs are checked with golang-jwt.
 type oauthProvider struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	now    func() time.Time
 	appKey *rsa.PrivateKey
@@ -75,7 +75,7 @@ const (
 	appID            = "4242"
 )
 
-func newOAuthProvider(t *testing.T, now func() time.Time) *oauthProvider {
+func newOAuthProvider(t testing.TB, now func() time.Time) *oauthProvider {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +336,7 @@ func (p *oauthProvider) set(f func(p *oauthProvider)) {
 // oauthCatalog adds the fake providers: fake-oauth2 (scopes joined with
 // ",", default scopes, a token response field kept as connection config),
 // fake-oauth2-nopkce, fake-oauth1 and fake-app.
-func oauthCatalog(t *testing.T, p *oauthProvider) *integrations.Catalog {
+func oauthCatalog(t testing.TB, p *oauthProvider) *integrations.Catalog {
 	t.Helper()
 	base, err := integrations.DefaultCatalog()
 	if err != nil {
@@ -377,7 +377,7 @@ type oauthBundle struct {
 	events *eventLog
 }
 
-func oauthSetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *oauthBundle {
+func oauthSetup(t testing.TB, b *backend, mutate ...func(*connect.Config)) *oauthBundle {
 	t.Helper()
 	ob := &oauthBundle{clock: newRefreshClock(), events: &eventLog{}}
 	ob.prov = newOAuthProvider(t, ob.clock.Now)
@@ -951,4 +951,56 @@ func read(t *testing.T, c *websocket.Conn, v *map[string]any) {
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("frame %q: %v", b, err)
 	}
+}
+
+// FuzzOAuthEndpoints sends arbitrary queries to the OAuth popup routes and
+// the status poll: none is answered with a 5xx, and none writes a
+// connection.
+func FuzzOAuthEndpoints(f *testing.F) {
+	ob := oauthSetup(f, &backend{store: memoryStore()})
+	ns, err := ob.svc.ConnectSessions().Create(context.Background(), ob.env.ID, connections.CreateSessionInput{Tags: map[string]string{"end_user_id": "u1"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{
+		"state=abc&code=x", "oauth_token=t&oauth_verifier=v", "error=access_denied&state=x", "state=%zz",
+		"connect_session_token=" + ns.Token + "&ws_client_id=a&params%5Bx%5D=1",
+		"connect_session_token=" + ns.Token + "&credentials%5Boauth_client_id_override%5D=a&user_scope=" + strings.Repeat("s", 9000),
+		"connect_session_token=" + ns.Token + "&authorization_params%5B%5D=1&params[a]=1&params[a]=2",
+		"installation_id=1&setup_action=install&state=q", "\x00", "state=" + strings.Repeat("x", 3000),
+	} {
+		for route := range 3 {
+			f.Add(uint8(route), "fo", s)
+		}
+	}
+	h := ob.svc.Handler()
+	f.Fuzz(func(t *testing.T, route uint8, key, query string) {
+		var target string
+		switch route % 3 {
+		case 0:
+			target = "/oauth/connect/" + url.PathEscape(key) + "?" + query
+		case 1:
+			target = "/oauth/callback?" + query
+		default:
+			target = "/oauth/status/" + url.PathEscape(key) + "?" + query
+		}
+		u, err := url.Parse(target)
+		if err != nil {
+			t.Skip()
+		}
+		r := httptest.NewRequest("GET", "http://connect.example.com/", nil)
+		r.URL = u
+		r.RequestURI = u.RequestURI()
+		if route%3 == 2 {
+			r.Header.Set("Authorization", "Bearer "+ns.Token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("GET %s = %d %s", target, w.Code, w.Body)
+		}
+		if l, _ := ob.svc.Connections().List(context.Background(), ob.env.ID, connections.ListInput{}); len(l) != 0 {
+			t.Fatalf("GET %s wrote a connection", target)
+		}
+	})
 }
