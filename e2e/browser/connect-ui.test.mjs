@@ -270,6 +270,28 @@ describe('connect UI through connect_link', () => {
         assert.deepEqual(problems, []);
     });
 
+    it('follows the branding of the session: default theme, colours, no "secured by"', async (t) => {
+        const { page, context, problems } = await newPage(t, 'light');
+        const session = await createSession({ tags: { end_user_id: user('brand') }, allowed_integrations: ['e2e-apikey', 'e2e-oauth'] });
+        // The server's answer, with other branding (as another environment would have).
+        await context.route('**/connect/session', async (route) => {
+            const response = await route.fetch();
+            const body = await response.json();
+            body.data.connectUISettings = { theme: { light: { primary: '#0a7d33' }, dark: { primary: '#ffcc00' } }, defaultTheme: 'dark', showWatermark: false };
+            await route.fulfill({ response, json: body });
+        });
+        await page.goto(session.connect_link);
+        await page.locator('[data-screen="list"]').waitFor({ timeout: TIMEOUT });
+        assert.equal(await page.locator('html').getAttribute('data-theme'), 'dark');
+        const css = await page.evaluate(() => {
+            const s = getComputedStyle(document.documentElement);
+            return [s.getPropertyValue('--primary').trim(), s.getPropertyValue('--on-primary').trim()];
+        });
+        assert.deepEqual(css, ['#ffcc00', '#111418']); // dark text on a light colour
+        assert.equal(await page.locator('#watermark').isVisible(), false);
+        assert.deepEqual(problems, []);
+    });
+
     it('says clearly when the link has expired', async (t) => {
         const { page, problems } = await newPage(t);
         await page.goto(`${host}/connect/?session_token=nango_connect_session_${'0'.repeat(64)}`);
