@@ -18,6 +18,7 @@ import (
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/ratelimit"
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
@@ -132,6 +133,21 @@ type Config struct {
 	// PublicURL + "/connect/" (or the relative "/connect/" without a
 	// PublicURL). Must be an absolute http or https URL when set.
 	ConnectUIURL string
+	// Proxy tunes the proxy (ProxyHandler, Proxy, ProxyClient): the
+	// address policy (Policy.AllowLoopback, Policy.AllowPrivateNetworks;
+	// by default loopback, private, link-local and metadata addresses are
+	// refused), retries, redirects, body limits (MaxRequestBody and
+	// MaxResponseBody, unlimited by default) and the upstream Transport.
+	// Its Source, Logger and Now are set by New.
+	Proxy proxy.Config
+	// ProxyCacheTTL is how long the proxy reuses a connection it read
+	// (with its credentials) for later calls to the same connection. A
+	// token about to expire is never reused, and a 401 bypasses the
+	// cache; a connection deleted or re-authorized through another
+	// instance may be used with its old credentials for at most this
+	// long. Defaults to 5 seconds; negative disables the cache.
+	ProxyCacheTTL time.Duration
+
 	// CredentialCheckTimeout bounds the request that checks the
 	// credentials an end user enters through a connect session (the
 	// provider's verification endpoint), and the token request of a
@@ -160,6 +176,8 @@ type Service struct {
 	integrations *integrations.Service
 	connections  *connections.Service
 	sessions     *connections.Sessions
+	proxy        *proxy.Proxy
+	proxyCache   *proxyCache
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
@@ -260,6 +278,9 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.setupRefresh()
+	if err := s.setupProxy(); err != nil {
+		return nil, fmt.Errorf("connect: Config.Proxy: %w", err)
+	}
 	s.sessions, err = connections.NewSessions(s.connections, connections.SessionsConfig{
 		Store:        cfg.Store,
 		Environments: cfg.Store,
@@ -411,13 +432,14 @@ func (s *Service) ConnectHandler() http.Handler {
 	return mux
 }
 
-// Handler serves every route of the service: the routes of APIHandler and
-// ConnectHandler, and the unauthenticated GET /health,
+// Handler serves every route of the service: the routes of APIHandler,
+// ProxyHandler and ConnectHandler, and the unauthenticated GET /health,
 // GET /providers/{provider}/logo.svg and POST /webhook/{environment}/{integration}
 // (providers' webhooks, verified by the provider's signature).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
+	s.registerProxy(mux)
 	s.sessions.PublicRoutes(mux)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"result": "ok"})
