@@ -482,14 +482,28 @@ func (p *Proxy) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > p.cfg.MaxRedirects {
 		return http.ErrUseLastResponse
 	}
-	if c := callFrom(req.Context()); c != nil && c.opts.ForwardHeadersOnRedirect {
+	c := callFrom(req.Context())
+	if c != nil && c.opts.ForwardHeadersOnRedirect {
 		for k, v := range via[0].Header {
 			if _, ok := req.Header[k]; !ok {
 				req.Header[k] = v
 			}
 		}
+		return nil
+	}
+	// net/http keeps Authorization and cookies on a redirect to the same
+	// host name on another port, or to a subdomain: only the same scheme,
+	// host and port keep them here.
+	if !sameOrigin(req.URL, via[0].URL) {
+		for _, k := range []string{"Authorization", "Cookie", "Cookie2", "Www-Authenticate", "Proxy-Authorization"} {
+			req.Header.Del(k)
+		}
 	}
 	return nil
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host)
 }
 
 // hopTransport injects the credentials into each request that goes to the
@@ -502,8 +516,7 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c == nil {
 		return h.p.base.RoundTrip(req)
 	}
-	sameOrigin := req.URL.Scheme == c.origin.Scheme && strings.EqualFold(req.URL.Host, c.origin.Host)
-	if !sameOrigin && !(c.opts.ForwardHeadersOnRedirect && req.Response != nil) {
+	if !sameOrigin(req.URL, c.origin) && !(c.opts.ForwardHeadersOnRedirect && req.Response != nil) {
 		return h.p.base.RoundTrip(req)
 	}
 	inj := c.injection()
