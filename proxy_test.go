@@ -121,7 +121,7 @@ func proxyCatalog(t *testing.T, ts *tokenServer, up *upstream) *integrations.Cat
 			Proxy: &integrations.Proxy{BaseURL: u + "/t/${connectionConfig.tenant}"}},
 		&integrations.Provider{Name: "px-header", DisplayName: "PX Header", AuthMode: integrations.AuthModeAPIKey, Credentials: apiKey,
 			ConnectionConfig: region,
-			Proxy: &integrations.Proxy{BaseURL: u, Headers: map[string]string{"X-Api-Key": "${apiKey}", "X-Missing": "${connectionConfig.region}"}}},
+			Proxy:            &integrations.Proxy{BaseURL: u, Headers: map[string]string{"X-Api-Key": "${apiKey}", "X-Missing": "${connectionConfig.region}"}}},
 		&integrations.Provider{Name: "px-query", DisplayName: "PX Query", AuthMode: integrations.AuthModeAPIKey, Credentials: apiKey,
 			Proxy: &integrations.Proxy{BaseURL: u + "/v2", Query: map[string]string{"api_key": "${apiKey}"}}},
 		&integrations.Provider{Name: "px-basic", DisplayName: "PX Basic", AuthMode: integrations.AuthModeBasic,
