@@ -68,14 +68,19 @@ func (c *call) injection() *injection {
 	return c.cred
 }
 
-// setTarget computes the credentials to inject for t.
+// setTarget computes the credentials to inject for t, once per Target: a
+// Source that returns the same *Target again (a cache) saves the work.
 func (c *call) setTarget(t *Target) error {
 	if t == nil || t.Connection == nil || t.Provider == nil {
 		return errors.New("proxy: Source returned an incomplete target")
 	}
-	inj, err := c.p.inject(t)
-	if err != nil {
-		return err
+	inj := t.injection.Load()
+	if inj == nil {
+		var err error
+		if inj, err = c.p.inject(t); err != nil {
+			return err
+		}
+		t.injection.Store(inj)
 	}
 	c.mu.Lock()
 	c.t, c.cred = t, inj
@@ -234,6 +239,28 @@ func (p *Proxy) signer(t *Target, cr *connections.Credentials, v integrations.Te
 // baseURL is the Base-Url-Override, or the provider's base URL template
 // filled from the connection.
 func (c *call) baseURL() (*url.URL, error) {
+	if c.opts.BaseURLOverride != "" {
+		return c.computeBaseURL()
+	}
+	t := c.target()
+	if b := t.base.Load(); b != nil {
+		if b.err != nil {
+			return nil, b.err
+		}
+		u := *b.u
+		return &u, nil
+	}
+	u, err := c.computeBaseURL()
+	if err == nil {
+		cp := *u
+		t.base.Store(&baseResult{u: &cp})
+	} else {
+		t.base.Store(&baseResult{err: err})
+	}
+	return u, err
+}
+
+func (c *call) computeBaseURL() (*url.URL, error) {
 	raw := c.opts.BaseURLOverride
 	t := c.target()
 	if raw == "" {

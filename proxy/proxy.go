@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/embedauth/connect/connections"
@@ -44,11 +45,23 @@ const (
 // expire), its provider, and the integration's OAuth client when the
 // connection signs with it (OAuth 1, TBA) or the provider's templates use
 // ${clientId} or ${clientSecret}.
+//
+// A Target is read-only once returned: the proxy remembers what it
+// computed from it (the credentials to inject, the base URL), so a Source
+// may return the same *Target for many calls.
 type Target struct {
 	Connection   *connections.Connection
 	Provider     *integrations.Provider
 	ClientID     string
 	ClientSecret string
+
+	injection atomic.Pointer[injection]
+	base      atomic.Pointer[baseResult]
+}
+
+type baseResult struct {
+	u   *url.URL
+	err error
 }
 
 // Source finds the target of a call. With forceRefresh it refreshes the
@@ -466,13 +479,11 @@ func (p *Proxy) prepare(ctx context.Context, envID int64, key, id string, opts O
 			return c, nil, err
 		}
 	}
-	ctx = context.WithValue(ctx, callKey{}, c)
-	out, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
-	if err != nil {
-		return c, nil, store.Invalid("invalid_endpoint", "The endpoint cannot be requested.")
+	if !validMethod(method) {
+		return c, nil, store.Invalid("invalid_method", "The method is not a valid HTTP method.")
 	}
-	out.URL = u
-	out.Header = h
+	out := (&http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Host: u.Host}).WithContext(context.WithValue(ctx, callKey{}, c))
 	if err := c.setBody(out, body, length); err != nil {
 		return c, nil, err
 	}
@@ -518,6 +529,19 @@ func (c *call) setBody(out *http.Request, body io.ReadCloser, length int64) erro
 	out.GetBody = c.getBody
 	out.ContentLength = int64(len(b))
 	return nil
+}
+
+// validMethod reports whether m is an HTTP token.
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for _, r := range m {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // joinEndpoint appends an endpoint (escaped path, possibly with a raw
