@@ -337,12 +337,8 @@ func drain(b io.ReadCloser) {
 // send makes the request, with retries when they were asked for and the
 // body can be replayed.
 func (c *call) send(req *http.Request) (*http.Response, error) {
-	client := c.p.follow
-	if c.noFollow || c.p.cfg.MaxRedirects < 0 {
-		client = c.p.noFollow
-	}
 	if c.opts.Retries == 0 || c.getBody == nil {
-		return client.Do(req)
+		return c.follow(req)
 	}
 	r2 := req.Clone(req.Context())
 	r2.Body, r2.GetBody = nil, nil
@@ -358,7 +354,7 @@ func (c *call) send(req *http.Request) (*http.Response, error) {
 		rr.ContentLength = length
 	}
 	rc := &retryablehttp.Client{
-		HTTPClient:   client,
+		HTTPClient:   c.p.client,
 		RetryWaitMin: c.p.cfg.RetryWaitMin,
 		RetryWaitMax: c.p.cfg.RetryWaitMax,
 		RetryMax:     c.opts.Retries,
@@ -502,31 +498,77 @@ func (c *call) backoff(minWait, maxWait time.Duration, attempt int, resp *http.R
 	return min(d, maxWait)
 }
 
-// checkRedirect follows up to MaxRedirects redirects and then returns the
-// last response. With Forward-Headers-On-Redirect the headers that
-// net/http drops on a redirect to another host come back.
-func (p *Proxy) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > p.cfg.MaxRedirects {
-		return http.ErrUseLastResponse
-	}
-	c := callFrom(req.Context())
-	if c != nil && c.opts.ForwardHeadersOnRedirect {
-		for k, v := range via[0].Header {
-			if _, ok := req.Header[k]; !ok {
-				req.Header[k] = v
-			}
+// follow sends the request and follows up to MaxRedirects redirects (unless
+// the call returns them as they are); the response of the last one is
+// returned unchanged. 301, 302 and 303 continue with GET (HEAD stays HEAD)
+// and no body; 307 and 308 keep the method and send the body again, when
+// it can be replayed (otherwise the 307 or 308 is returned). Authorization
+// and cookies are dropped on a redirect to another origin (scheme, host
+// and port) unless Forward-Headers-On-Redirect is true; the injected
+// credentials only ever go to the base URL's origin, or with
+// Forward-Headers-On-Redirect to wherever the redirects lead.
+func (c *call) follow(req *http.Request) (*http.Response, error) {
+	first := req
+	for hops := 0; ; hops++ {
+		resp, err := c.p.hop.RoundTrip(req)
+		if err != nil || c.noFollow || hops >= c.p.cfg.MaxRedirects {
+			return resp, err
 		}
-		return nil
+		next, ok := c.redirect(first, req, resp)
+		if !ok {
+			return resp, nil
+		}
+		drain(resp.Body)
+		req = next
 	}
-	// net/http keeps Authorization and cookies on a redirect to the same
-	// host name on another port, or to a subdomain: only the same scheme,
-	// host and port keep them here.
-	if !sameOrigin(req.URL, via[0].URL) {
-		for _, k := range []string{"Authorization", "Cookie", "Cookie2", "Www-Authenticate", "Proxy-Authorization"} {
-			req.Header.Del(k)
+}
+
+// redirect returns the request a redirect response asks for, or false
+// when it is not one to follow.
+func (c *call) redirect(first, req *http.Request, resp *http.Response) (*http.Request, bool) {
+	method, withBody := req.Method, false
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+		if method != http.MethodGet && method != http.MethodHead {
+			method = http.MethodGet
+		}
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		withBody = true
+	default:
+		return nil, false
+	}
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil, false
+	}
+	u, err := req.URL.Parse(loc)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, false
+	}
+	u.Fragment, u.RawFragment = "", ""
+	next := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: first.Header.Clone(), Host: u.Host, Response: resp}
+	next = next.WithContext(req.Context())
+	if withBody && req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, false
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, false
+		}
+		next.Body, next.GetBody, next.ContentLength = body, req.GetBody, req.ContentLength
+	} else if !withBody {
+		for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding"} {
+			next.Header.Del(k)
 		}
 	}
-	return nil
+	if !c.opts.ForwardHeadersOnRedirect && !sameOrigin(u, first.URL) {
+		for _, k := range []string{"Authorization", "Cookie", "Cookie2", "Proxy-Authorization"} {
+			next.Header.Del(k)
+		}
+	}
+	return next, true
 }
 
 func sameOrigin(a, b *url.URL) bool {
@@ -547,7 +589,12 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return h.p.base.RoundTrip(req)
 	}
 	inj := c.injection()
-	r := req.Clone(req.Context())
+	r := new(http.Request)
+	*r = *req // the caller's request is not modified: only the copy's header map and URL are new
+	r.Header = make(http.Header, len(req.Header)+len(inj.header))
+	for k, v := range req.Header {
+		r.Header[k] = v
+	}
 	for k, v := range inj.header {
 		if _, ok := r.Header[k]; !ok {
 			r.Header[k] = v

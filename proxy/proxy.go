@@ -132,8 +132,8 @@ type Config struct {
 type Proxy struct {
 	cfg      Config
 	base     http.RoundTripper
-	follow   *http.Client // follows redirects
-	noFollow *http.Client // returns 3xx as they are
+	hop      *hopTransport
+	client   *http.Client // for go-retryablehttp: the call's own redirects, never net/http's
 	rp       *httputil.ReverseProxy
 }
 
@@ -177,9 +177,10 @@ func New(cfg Config) (*Proxy, error) {
 	if p.base == nil {
 		p.base = NewTransport(cfg.Policy)
 	}
-	hop := &hopTransport{p: p}
-	p.follow = &http.Client{Transport: hop, CheckRedirect: p.checkRedirect}
-	p.noFollow = &http.Client{Transport: hop, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	p.hop = &hopTransport{p: p}
+	p.client = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return callFrom(r.Context()).follow(r)
+	}), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      roundTripFunc(p.roundTrip),
@@ -608,7 +609,7 @@ var notForwarded = map[string]bool{"Host": true, "Content-Length": true, "Connec
 // wins). The caller's Authorization, cookies and routing headers are
 // dropped.
 func forwardHeaders(in http.Header, opts Options) http.Header {
-	h := make(http.Header, len(forwarded))
+	h := make(http.Header, 8)
 	for _, k := range forwarded {
 		if v, ok := in[k]; ok {
 			h[k] = v
