@@ -130,11 +130,11 @@ type Config struct {
 // Proxy calls providers' APIs with a connection's credentials. Create it
 // with New; it is safe for concurrent use.
 type Proxy struct {
-	cfg      Config
-	base     http.RoundTripper
-	hop      *hopTransport
-	client   *http.Client // for go-retryablehttp: the call's own redirects, never net/http's
-	rp       *httputil.ReverseProxy
+	cfg    Config
+	base   http.RoundTripper
+	hop    *hopTransport
+	client *http.Client // for go-retryablehttp: the call's own redirects, never net/http's
+	rp     *httputil.ReverseProxy
 }
 
 // New validates cfg and builds a Proxy.
