@@ -238,7 +238,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request, environmentID 
 		return
 	}
 	c.out = out
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+	p.rp.ServeHTTP(w, r.WithContext(out.Context())) // out's context carries the call
 }
 
 // rewrite replaces the outgoing request of the ReverseProxy with the one
