@@ -237,23 +237,18 @@ func (p *Proxy) signer(t *Target, cr *connections.Credentials, v integrations.Te
 }
 
 // baseURL is the Base-Url-Override, or the provider's base URL template
-// filled from the connection.
+// filled from the connection. The URL returned must not be modified.
 func (c *call) baseURL() (*url.URL, error) {
 	if c.opts.BaseURLOverride != "" {
 		return c.computeBaseURL()
 	}
 	t := c.target()
 	if b := t.base.Load(); b != nil {
-		if b.err != nil {
-			return nil, b.err
-		}
-		u := *b.u
-		return &u, nil
+		return b.u, b.err // shared: callers do not modify it
 	}
 	u, err := c.computeBaseURL()
 	if err == nil {
-		cp := *u
-		t.base.Store(&baseResult{u: &cp})
+		t.base.Store(&baseResult{u: u})
 	} else {
 		t.base.Store(&baseResult{err: err})
 	}
