@@ -1,6 +1,7 @@
 package connect_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -444,3 +445,81 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkProxyHandlerOverhead measures the proxy's own work without a
+// network (go test -run '^$' -bench BenchmarkProxyHandlerOverhead .): svc.Handler() with a Transport that answers at once, against an
+// httputil.ReverseProxy that adds a fixed header, with the same Transport
+// and the same request, served in process. The connection comes from the
+// proxy's cache after the first call (memory store).
+func BenchmarkProxyHandlerOverhead(b *testing.B) {
+	ctx := context.Background()
+	body := []byte(`{"id":12345,"login":"octocat"}`)
+	stub := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:        http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(body))}},
+			Body:          io.NopCloser(bytesReader(body)),
+			ContentLength: int64(len(body)), Request: r}, nil
+	})
+	base, _ := integrations.DefaultCatalog()
+	cat, err := base.With(&integrations.Provider{Name: "bench-api", DisplayName: "Bench API", AuthMode: integrations.AuthModeOAuth2,
+		AuthorizationURL: "https://example.com/authorize", TokenURL: "https://example.com/token",
+		Proxy: &integrations.Proxy{BaseURL: "https://api.example.com"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey},
+		RateLimitRequests: -1, Providers: cat, Proxy: proxy.Config{Transport: stub}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "bench"})
+	key, _, _ := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench"})
+	svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "bench-api", UniqueKey: "api"})
+	if _, _, err := svc.Connections().Import(ctx, env.ID, connections.ImportInput{ProviderConfigKey: "api", ConnectionID: "user-0",
+		AccessToken: "gho_token", NoExpiration: true}); err != nil {
+		b.Fatal(err)
+	}
+	target, _ := url.Parse("https://api.example.com")
+	bare := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Header.Set("Authorization", "Bearer gho_fixed")
+	}, Transport: stub, BufferPool: benchBufferPool{}}
+	h := svc.Handler()
+	newReq := func() *http.Request {
+		r := httptest.NewRequest("GET", "/proxy/user", nil)
+		r.Header = http.Header{
+			"Authorization":         {"Bearer " + key},
+			"Connection-Id":         {"user-0"},
+			"Provider-Config-Key":   {"api"},
+			"Base-Url-Override":     {""},
+			"Nango-Activity-Log-Id": {""},
+			"Accept":                {"application/json, text/plain, */*"},
+			"User-Agent":            {"nango-node-client/0.71.10 (linux/6; node.js/20)"},
+		}
+		return r
+	}
+	for _, v := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare", bare}, {"proxy", h}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				v.h.ServeHTTP(w, newReq())
+				if w.Code != 200 {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
