@@ -6,10 +6,12 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -134,6 +136,11 @@ func proxyCatalog(t *testing.T, ts *tokenServer, up *upstream) *integrations.Cat
 		&integrations.Provider{Name: "px-retry", DisplayName: "PX Retry", AuthMode: integrations.AuthModeAPIKey, Credentials: apiKey,
 			Proxy: &integrations.Proxy{BaseURL: u, Headers: map[string]string{"Authorization": "Token ${apiKey}"},
 				Retry: &integrations.Retry{At: []string{"X-Ratelimit-Reset"}, Remaining: "X-Ratelimit-Remaining"}}},
+		&integrations.Provider{Name: "px-app", DisplayName: "PX App", AuthMode: integrations.AuthModeApp,
+			AuthorizationURL: u + "/install", TokenURL: u + "/app/token", Proxy: &integrations.Proxy{BaseURL: u}},
+		&integrations.Provider{Name: "px-tba", DisplayName: "PX TBA", AuthMode: integrations.AuthModeTBA,
+			ConnectionConfig: map[string]integrations.FieldSpec{"accountId": {Type: "string", Title: "Account"}},
+			Proxy:            &integrations.Proxy{BaseURL: u}},
 		&integrations.Provider{Name: "px-nobase", DisplayName: "PX No Base", AuthMode: integrations.AuthModeAPIKey, Credentials: apiKey},
 	)
 	if err != nil {
@@ -152,6 +159,8 @@ const (
 	pxCC     = "pxcc"
 	pxRetry  = "pxr"
 	pxNoBase = "pxn"
+	pxApp    = "pxa"
+	pxTBA    = "pxt"
 	pxConn   = "conn-1"
 )
 
@@ -179,6 +188,8 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 		`{"provider":"px-cc","unique_key":"pxcc"}`,
 		`{"provider":"px-retry","unique_key":"pxr"}`,
 		`{"provider":"px-nobase","unique_key":"pxn"}`,
+		`{"provider":"px-app","unique_key":"pxa"}`,
+		`{"provider":"px-tba","unique_key":"pxt"}`,
 	} {
 		pb.mustDo(t, 200, req{method: "POST", path: "/integrations", body: in})
 	}
@@ -191,6 +202,9 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 		`{"provider_config_key":"pxcc","connection_id":"conn-1","credentials":{"type":"OAUTH2_CC","token":"cc-token","client_id":"cc-id","client_secret":"cc-secret","expires_at":"2027-01-01T00:00:00Z"}}`,
 		`{"provider_config_key":"pxr","connection_id":"conn-1","api_key":"retry-key"}`,
 		`{"provider_config_key":"pxn","connection_id":"conn-1","api_key":"nobase-key"}`,
+		`{"provider_config_key":"pxa","connection_id":"conn-1","access_token":"app-token","no_expiration":true}`,
+		`{"provider_config_key":"pxt","connection_id":"conn-1","connection_config":{"accountId":"acme-1"},
+			"credentials":{"type":"TBA","token_id":"tid","token_secret":"tsec","config_override":{"client_id":"ck","client_secret":"cs"}}}`,
 	} {
 		pb.mustDo(t, 201, req{method: "POST", path: "/connections", body: in})
 	}
@@ -290,7 +304,19 @@ func TestProxyInjectsCredentialsPerAuthMode(t *testing.T) {
 				}
 			}},
 			{pxOAuth1, "/repos/a%2Fb/issues", "state=open&q=a+b", func(t *testing.T, s seen) {
-				checkOAuth1(t, s, "GET", pb.up.srv.URL+"/repos/a%2Fb/issues", url.Values{"state": {"open"}, "q": {"a b"}})
+				checkOAuth1(t, s, oauth1Want{method: "HMAC-SHA1", consumer: "consumer-key", token: "tok-1",
+					consumerSecret: "consumer-secret", tokenSecret: "tok-secret"},
+					"GET", pb.up.srv.URL+"/repos/a%2Fb/issues", url.Values{"state": {"open"}, "q": {"a b"}})
+			}},
+			{pxTBA, "/repos/a%2Fb/issues", "state=open&q=a+b", func(t *testing.T, s seen) {
+				checkOAuth1(t, s, oauth1Want{method: "HMAC-SHA256", consumer: "ck", token: "tid", consumerSecret: "cs",
+					tokenSecret: "tsec", realm: "ACME_1"},
+					"GET", pb.up.srv.URL+"/repos/a%2Fb/issues", url.Values{"state": {"open"}, "q": {"a b"}})
+			}},
+			{pxApp, "/repos/a%2Fb/issues", "state=open&q=a+b", func(t *testing.T, s seen) {
+				if got := s.header.Get("Authorization"); got != "Bearer app-token" {
+					t.Errorf("Authorization = %q", got)
+				}
 			}},
 			{pxCC, "/repos/a%2Fb/issues", "state=open&q=a+b", func(t *testing.T, s seen) {
 				if got := s.header.Get("Authorization"); got != "Bearer cc-token" {
@@ -338,9 +364,14 @@ func TestProxyInjectsCredentialsPerAuthMode(t *testing.T) {
 	})
 }
 
-// checkOAuth1 verifies the OAuth 1.0a HMAC-SHA1 signature of a request
-// signed with consumer-key/consumer-secret and tok-1/tok-secret.
-func checkOAuth1(t *testing.T, s seen, method, baseURL string, query url.Values) {
+// oauth1Want describes the expected OAuth 1.0a signature.
+type oauth1Want struct {
+	method, consumer, token, consumerSecret, tokenSecret, realm string
+}
+
+// checkOAuth1 verifies the OAuth 1.0a Authorization header of a request
+// and recomputes its signature independently of the proxy's signer.
+func checkOAuth1(t *testing.T, s seen, want oauth1Want, method, baseURL string, query url.Values) {
 	t.Helper()
 	auth := s.header.Get("Authorization")
 	if !strings.HasPrefix(auth, "OAuth ") {
@@ -352,12 +383,13 @@ func checkOAuth1(t *testing.T, s seen, method, baseURL string, query url.Values)
 		uv, _ := url.QueryUnescape(strings.Trim(v, `"`))
 		params[k] = uv
 	}
-	if params["oauth_consumer_key"] != "consumer-key" || params["oauth_token"] != "tok-1" || params["oauth_signature_method"] != "HMAC-SHA1" {
-		t.Fatalf("OAuth parameters = %v", params)
+	if params["oauth_consumer_key"] != want.consumer || params["oauth_token"] != want.token ||
+		params["oauth_signature_method"] != want.method || params["realm"] != want.realm {
+		t.Fatalf("OAuth parameters = %v, want %+v", params, want)
 	}
 	all := url.Values{}
 	for k, v := range params {
-		if k != "oauth_signature" {
+		if k != "oauth_signature" && k != "realm" {
 			all.Set(k, v)
 		}
 	}
@@ -366,9 +398,12 @@ func checkOAuth1(t *testing.T, s seen, method, baseURL string, query url.Values)
 			all.Add(k, v)
 		}
 	}
-	want := oauth1Signature(method, baseURL, all, "consumer-secret", "tok-secret")
-	if params["oauth_signature"] != want {
-		t.Errorf("oauth_signature = %q, want %q", params["oauth_signature"], want)
+	h := sha1.New
+	if want.method == "HMAC-SHA256" {
+		h = sha256.New
+	}
+	if got, exp := params["oauth_signature"], oauth1Signature(h, method, baseURL, all, want.consumerSecret, want.tokenSecret); got != exp {
+		t.Errorf("oauth_signature = %q, want %q", got, exp)
 	}
 }
 
@@ -715,6 +750,18 @@ func TestProxyRefreshesTokenNearExpiry(t *testing.T) {
 	if got := pb.up.last().header.Get("Authorization"); got != "Bearer at-1" || pb.ts.callCount() != 1 {
 		t.Errorf("upstream got %q after %d refreshes, want the refreshed token", got, pb.ts.callCount())
 	}
+
+	// A client-credentials connection without a token gets one first.
+	pb.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"pxcc","connection_id":"cc-new",
+		"credentials":{"type":"OAUTH2_CC","client_id":"cc-id","client_secret":"cc-secret"}}`})
+	resp, _ = pb.call(t, "GET", "/proxy/me", map[string]string{"Connection-Id": "cc-new", "Provider-Config-Key": pxCC}, "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("client credentials: %d", resp.StatusCode)
+	}
+	if got := pb.up.last().header.Get("Authorization"); got != "Bearer at-2" || pb.ts.callCount() != 2 ||
+		pb.ts.last().form.Get("grant_type") != "client_credentials" {
+		t.Errorf("upstream got %q after %d token calls (last grant %q)", got, pb.ts.callCount(), pb.ts.last().form.Get("grant_type"))
+	}
 }
 
 func TestProxyRedirects(t *testing.T) {
@@ -1023,9 +1070,9 @@ func TestServiceProxyClient(t *testing.T) {
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
-// oauth1Signature computes an OAuth 1.0a HMAC-SHA1 signature (RFC 5849
+// oauth1Signature computes an OAuth 1.0a HMAC signature (RFC 5849
 // section 3.4) independently of the proxy's signer.
-func oauth1Signature(method, baseURL string, params url.Values, consumerSecret, tokenSecret string) string {
+func oauth1Signature(h func() hash.Hash, method, baseURL string, params url.Values, consumerSecret, tokenSecret string) string {
 	pct := func(s string) string {
 		return strings.ReplaceAll(strings.ReplaceAll(url.QueryEscape(s), "+", "%20"), "%7E", "~")
 	}
@@ -1037,7 +1084,7 @@ func oauth1Signature(method, baseURL string, params url.Values, consumerSecret, 
 	}
 	sort.Strings(pairs)
 	base := method + "&" + pct(baseURL) + "&" + pct(strings.Join(pairs, "&"))
-	mac := hmac.New(sha1.New, []byte(pct(consumerSecret)+"&"+pct(tokenSecret)))
+	mac := hmac.New(h, []byte(pct(consumerSecret)+"&"+pct(tokenSecret)))
 	mac.Write([]byte(base))
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
