@@ -53,7 +53,7 @@ func (s *Service) ProxyHandler() http.Handler {
 
 func (s *Service) registerProxy(mux *http.ServeMux) {
 	rt := &httpapi.Router{Mux: mux, Authenticate: s.authenticate, Limiter: s.limiter, Logger: s.logger}
-	for _, m := range proxy.Methods {
+	for _, m := range proxy.Methods() {
 		rt.Handle(httpapi.Route{
 			Pattern: m + " /proxy/{endpoint...}",
 			Scope:   environments.ScopeProxy,
@@ -65,9 +65,9 @@ func (s *Service) registerProxy(mux *http.ServeMux) {
 		})
 	}
 	mux.HandleFunc("/proxy/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", strings.Join(proxy.Methods, ", "))
+		w.Header().Set("Allow", strings.Join(proxy.Methods(), ", "))
 		httpapi.WriteError(w, r, nil, httpapi.StyleStandard, httpapi.WithStatus(http.StatusMethodNotAllowed,
-			store.Invalid("method_not_allowed", "The proxy serves "+strings.Join(proxy.Methods, ", ")+".")))
+			store.Invalid("method_not_allowed", "The proxy serves "+strings.Join(proxy.Methods(), ", ")+".")))
 	})
 }
 

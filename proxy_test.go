@@ -410,7 +410,7 @@ func checkOAuth1(t *testing.T, s seen, want oauth1Want, method, baseURL string, 
 func TestProxyEveryMethodPassesPathQueryAndBody(t *testing.T) {
 	t.Parallel()
 	pb := proxySetup(t, &backend{store: memoryStore()})
-	for _, m := range proxy.Methods {
+	for _, m := range proxy.Methods() {
 		t.Run(m, func(t *testing.T) {
 			body := `{"method":"` + m + `","ü":"x y"}`
 			h := with(route(pxHeader), "Content-Type", "application/vnd.api+json", "Nango-Proxy-Content-Type", "application/vnd.api+json")
@@ -982,6 +982,34 @@ func TestProxyBodyLimits(t *testing.T) {
 	resp, body = pb.call(t, "GET", "/proxy/x", route(pxHeader), "")
 	if resp.StatusCode != 200 || body != "0123456789" {
 		t.Errorf("response at the limit: %d %q", resp.StatusCode, body)
+	}
+
+	// A streamed response of unknown length is cut off at the limit.
+	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
+		fmt.Fprint(w, "01234")
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, "56789abcdef")
+	})
+	r, _ := http.NewRequest("GET", pb.srv.URL+"/proxy/x", nil)
+	r.Header.Set("Authorization", "Bearer "+pb.key)
+	for k, v := range route(pxHeader) {
+		r.Header.Set(k, v)
+	}
+	sresp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rerr := io.ReadAll(sresp.Body)
+	sresp.Body.Close()
+	if rerr == nil || len(got) > 10 {
+		t.Errorf("streamed response past the limit: %q, %v (want a cut-off body)", got, rerr)
+	}
+
+	// From Go, a body of unknown length past the limit is refused too.
+	_, err = pb.svc.Proxy(context.Background(), &proxy.Request{EnvironmentID: pb.env.ID, IntegrationKey: pxHeader,
+		ConnectionID: pxConn, Method: "POST", Body: io.MultiReader(strings.NewReader("0123456789"), strings.NewReader("x"))})
+	if status, code := proxy.HTTPStatus(err); status != 413 || code != "payload_too_large" || !strings.Contains(err.Error(), "10 bytes") {
+		t.Errorf("Go body too large: %d %s (%v)", status, code, err)
 	}
 }
 

@@ -24,10 +24,11 @@ import (
 	"github.com/embedauth/connect/store"
 )
 
-// Methods are the HTTP methods the proxy route serves.
-var Methods = []string{
-	http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
-	"PROPFIND", "REPORT",
+// Methods returns the HTTP methods the proxy route serves: GET, POST, PUT,
+// PATCH, DELETE, PROPFIND and REPORT.
+func Methods() []string {
+	return []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		"PROPFIND", "REPORT"}
 }
 
 // Defaults of Config.
@@ -186,7 +187,7 @@ func New(cfg Config) (*Proxy, error) {
 		Transport:      roundTripFunc(p.roundTrip),
 		ModifyResponse: func(resp *http.Response) error { return callFrom(resp.Request.Context()).finish(resp) },
 		ErrorHandler:   p.errorHandler,
-		BufferPool:     bufferPool{},
+		BufferPool:     newBufferPool(),
 		ErrorLog:       slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return p, nil
@@ -196,12 +197,15 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-type bufferPool struct{}
+// bufferPool recycles the 32 KiB buffers that copy response bodies.
+type bufferPool struct{ pool sync.Pool }
 
-var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+func newBufferPool() *bufferPool {
+	return &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
 
-func (bufferPool) Get() []byte  { return *(buffers.Get().(*[]byte)) }
-func (bufferPool) Put(b []byte) { buffers.Put(&b) }
+func (bp *bufferPool) Get() []byte  { return *(bp.pool.Get().(*[]byte)) }
+func (bp *bufferPool) Put(b []byte) { bp.pool.Put(&b) }
 
 type callKey struct{}
 
@@ -401,7 +405,7 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*http.Response, error) {
 		}
 		body = io.NopCloser(req.Body)
 		if p.cfg.MaxRequestBody > 0 {
-			body = &limitedBody{r: body, n: p.cfg.MaxRequestBody}
+			body = &limitedBody{r: body, n: p.cfg.MaxRequestBody, left: p.cfg.MaxRequestBody}
 		}
 	}
 	c, out, err := p.prepare(ctx, req.EnvironmentID, req.IntegrationKey, req.ConnectionID, req.Options, method, endpoint, h, body, length)
@@ -429,21 +433,22 @@ func HTTPStatus(err error) (int, string) {
 
 // limitedBody fails with *http.MaxBytesError past n bytes.
 type limitedBody struct {
-	r io.ReadCloser
-	n int64
+	r    io.ReadCloser
+	n    int64 // the limit
+	left int64
 }
 
 func (l *limitedBody) Read(b []byte) (int, error) {
-	if l.n < 0 {
-		return 0, &http.MaxBytesError{}
+	if l.left < 0 {
+		return 0, &http.MaxBytesError{Limit: l.n}
 	}
-	if int64(len(b)) > l.n+1 {
-		b = b[:l.n+1]
+	if int64(len(b)) > l.left+1 {
+		b = b[:l.left+1]
 	}
 	n, err := l.r.Read(b)
-	l.n -= int64(n)
-	if l.n < 0 {
-		return 0, &http.MaxBytesError{Limit: -1}
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, &http.MaxBytesError{Limit: l.n}
 	}
 	return n, err
 }
@@ -665,13 +670,15 @@ type limitedResponse struct {
 }
 
 func (l *limitedResponse) Read(b []byte) (int, error) {
-	if l.n <= 0 {
+	if l.n <= 0 { // at the limit: anything more is too much
 		var one [1]byte
-		if n, _ := l.r.Read(one[:]); n > 0 {
+		n, err := l.r.Read(one[:])
+		if n > 0 {
 			return 0, errResponseTooLarge
 		}
+		return 0, err
 	}
-	if int64(len(b)) > l.n && l.n > 0 {
+	if int64(len(b)) > l.n {
 		b = b[:l.n]
 	}
 	n, err := l.r.Read(b)
