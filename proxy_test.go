@@ -672,6 +672,31 @@ func TestProxyRetries(t *testing.T) {
 	})
 }
 
+func TestProxyRetriesTimeouts(t *testing.T) {
+	t.Parallel()
+	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = 200 * time.Millisecond })
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
+		if r.URL.Path == "/slow" || i == 1 {
+			select { // never answers in time
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		fmt.Fprint(w, "in time")
+	})
+	resp, body := pb.call(t, "GET", "/proxy/first", with(route(pxHeader), "Retries", "1"), "")
+	if resp.StatusCode != 200 || body != "in time" || len(pb.up.requests()) != 2 {
+		t.Fatalf("a timed-out attempt retried: %d %q after %d calls", resp.StatusCode, body, len(pb.up.requests()))
+	}
+	resp, body = pb.call(t, "GET", "/proxy/slow", route(pxHeader), "")
+	if resp.StatusCode != 504 || errorCode(t, body) != proxy.CodeUpstreamTimeout {
+		t.Errorf("timeout: %d %s", resp.StatusCode, body)
+	}
+}
+
 func TestProxyRetryOnlyReplayableBodies(t *testing.T) {
 	t.Parallel()
 	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.MaxReplayBody = 16 })

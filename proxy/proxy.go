@@ -94,6 +94,12 @@ type Config struct {
 	// NewTransport does at dial time; the proxy still refuses literal IP
 	// addresses the Policy refuses.
 	Transport http.RoundTripper
+	// ResponseHeaderTimeout bounds the wait for each attempt's response
+	// headers (not the body, which may stream for long); an attempt that
+	// times out is retried like a connection reset, and the last one is
+	// 504 upstream_timeout. Zero means no limit but the request's context.
+	// It applies to the default Transport only.
+	ResponseHeaderTimeout time.Duration
 	// MaxRetries caps the Retries option. Default 10.
 	MaxRetries int
 	// RetryWaitMin and RetryWaitMax bound the exponential backoff between
@@ -143,7 +149,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("proxy: Config.Source is required")
 	}
-	if cfg.MaxRetries < 0 || cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 || cfg.MaxRetryWait < 0 ||
+	if cfg.MaxRetries < 0 || cfg.ResponseHeaderTimeout < 0 || cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 || cfg.MaxRetryWait < 0 ||
 		cfg.MaxRequestBody < 0 || cfg.MaxResponseBody < 0 || cfg.MaxReplayBody < 0 {
 		return nil, errors.New("proxy: Config limits and waits must not be negative")
 	}
@@ -176,7 +182,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p := &Proxy{cfg: cfg, base: cfg.Transport}
 	if p.base == nil {
-		p.base = NewTransport(cfg.Policy)
+		tr := NewTransport(cfg.Policy)
+		tr.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
+		p.base = tr
 	}
 	p.hop = &hopTransport{p: p}
 	p.client = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
