@@ -142,10 +142,12 @@ type Config struct {
 	Proxy proxy.Config
 	// ProxyCacheTTL is how long the proxy reuses a connection it read
 	// (with its credentials) for later calls to the same connection. A
-	// token about to expire is never reused, and a 401 bypasses the
-	// cache; a connection deleted or re-authorized through another
-	// instance may be used with its old credentials for at most this
-	// long. Defaults to 5 seconds; negative disables the cache.
+	// token about to expire is never reused, a 401 bypasses the cache, and
+	// a change of the connection through this Service drops it; a
+	// connection deleted or re-authorized through another instance (or
+	// removed with its integration) may be used with its old credentials
+	// for at most this long. Defaults to 5 seconds; negative disables the
+	// cache.
 	ProxyCacheTTL time.Duration
 
 	// CredentialCheckTimeout bounds the request that checks the
@@ -273,7 +275,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.environments = environments.NewService(cfg.Store, keyring, cfg.Now, ttl)
 	s.integrations = integrations.NewService(cfg.Store, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
-	s.connections = connections.NewService(cfg.Store, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
+	s.proxyCache = newProxyCache(cfg.ProxyCacheTTL)
+	// Connection changes made through this Service drop the proxy's cached copy.
+	s.connections = connections.NewService(proxyCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	if err := s.setupWebhooks(); err != nil {
 		return nil, err
 	}

@@ -25,11 +25,6 @@ func (s *Service) setupProxy() error {
 	pc := s.cfg.Proxy
 	pc.Logger = s.logger
 	pc.Now = s.cfg.Now
-	ttl := s.cfg.ProxyCacheTTL
-	if ttl == 0 {
-		ttl = DefaultProxyCacheTTL
-	}
-	s.proxyCache = &proxyCache{ttl: ttl, m: map[proxyKey]proxyEntry{}}
 	pc.Source = proxy.SourceFunc(s.proxyTarget)
 	p, err := proxy.New(pc)
 	if err != nil {
@@ -165,6 +160,33 @@ func needsClient(p *integrations.Provider, c *connections.Connection) bool {
 	return false
 }
 
+func newProxyCache(ttl time.Duration) *proxyCache {
+	if ttl == 0 {
+		ttl = DefaultProxyCacheTTL
+	}
+	return &proxyCache{ttl: ttl, m: map[proxyKey]proxyEntry{}}
+}
+
+// proxyCacheInvalidator is the connections Store of the Service: every
+// update or deletion of a connection through this Service (refresh,
+// re-authorization, metadata, deletion) drops the proxy's cached copy.
+type proxyCacheInvalidator struct {
+	connections.Store
+	cache *proxyCache
+}
+
+func (s proxyCacheInvalidator) UpdateConnection(ctx context.Context, c *connections.Connection) error {
+	err := s.Store.UpdateConnection(ctx, c)
+	s.cache.drop(proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
+	return err
+}
+
+func (s proxyCacheInvalidator) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	err := s.Store.DeleteConnection(ctx, environmentID, integrationKey, connectionID)
+	s.cache.drop(proxyKey{environmentID, integrationKey, connectionID})
+	return err
+}
+
 type proxyKey struct {
 	env     int64
 	key, id string
@@ -202,6 +224,12 @@ func (pc *proxyCache) get(k proxyKey, now time.Time, threshold func(*integration
 		return nil
 	}
 	return e.t
+}
+
+func (pc *proxyCache) drop(k proxyKey) {
+	pc.mu.Lock()
+	delete(pc.m, k)
+	pc.mu.Unlock()
 }
 
 func (pc *proxyCache) put(k proxyKey, t *proxy.Target, now time.Time) {

@@ -764,6 +764,23 @@ func TestProxyRefreshesOn401(t *testing.T) {
 	})
 }
 
+func TestProxyCacheDroppedOnChange(t *testing.T) {
+	t.Parallel()
+	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.ProxyCacheTTL = time.Hour })
+	if resp, _ := pb.call(t, "GET", "/proxy/x", route(pxHeader), ""); resp.StatusCode != 200 {
+		t.Fatalf("= %d", resp.StatusCode)
+	}
+	// Re-import with another key: the next call uses it.
+	pb.mustDo(t, 200, req{method: "POST", path: "/connections", body: `{"provider_config_key":"pxh","connection_id":"conn-1","api_key":"key-rotated-456"}`})
+	if resp, _ := pb.call(t, "GET", "/proxy/x", route(pxHeader), ""); resp.StatusCode != 200 || pb.up.last().header.Get("X-Api-Key") != "key-rotated-456" {
+		t.Errorf("after re-import: %d with key %q", resp.StatusCode, pb.up.last().header.Get("X-Api-Key"))
+	}
+	pb.mustDo(t, 200, req{method: "DELETE", path: "/connections/conn-1?provider_config_key=pxh"})
+	if resp, body := pb.call(t, "GET", "/proxy/x", route(pxHeader), ""); resp.StatusCode != 404 {
+		t.Errorf("after delete: %d %s", resp.StatusCode, body)
+	}
+}
+
 func TestProxyRefreshesTokenNearExpiry(t *testing.T) {
 	t.Parallel()
 	pb := proxySetup(t, &backend{store: memoryStore()})
