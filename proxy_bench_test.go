@@ -66,7 +66,7 @@ const (
 // seen while it streamed (goal: at most 32 MiB), sampled every 5 ms.
 //
 //	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
-//		go test -run '^$' -bench BenchmarkProxy -benchtime 20000x .
+//		go test -run '^$' -bench 'BenchmarkProxy/(throughput|stream_1GiB)' -benchtime 40000x .
 func BenchmarkProxy(b *testing.B) {
 	f := newProxyBench(b)
 	for _, v := range []struct {
@@ -90,6 +90,13 @@ func BenchmarkProxy(b *testing.B) {
 			{"bare", f.bare},
 			{"proxy", f.proxy(f.cached)},
 			{"proxy_nocache", f.proxy(f.uncached)},
+		}
+		// Warm-up, not measured: connection pools, and the proxy's cache
+		// (which a long run refills every ProxyCacheTTL anyway).
+		for _, v := range variants {
+			if _, err := runConcurrent(proxyBenchConnections, proxyBenchWorkers, v.do); err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
 		}
 		spent := make([]time.Duration, len(variants))
 		cpu := make([]time.Duration, len(variants))
