@@ -20,6 +20,7 @@ import (
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/ratelimit"
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
@@ -138,6 +139,23 @@ type Config struct {
 	// ConnectHandler serve at /connect/. Its APIURL defaults to PublicURL
 	// (without a PublicURL, the UI calls the parent of its own address).
 	ConnectUI connectui.Config
+	// Proxy tunes the proxy (ProxyHandler, Proxy, ProxyClient): the
+	// address policy (Policy.AllowLoopback, Policy.AllowPrivateNetworks;
+	// by default loopback, private, link-local and metadata addresses are
+	// refused), retries, redirects, body limits (MaxRequestBody and
+	// MaxResponseBody, unlimited by default) and the upstream Transport.
+	// Its Source, Logger and Now are set by New.
+	Proxy proxy.Config
+	// ProxyCacheTTL is how long the proxy reuses a connection it read
+	// (with its credentials) for later calls to the same connection. A
+	// token about to expire is never reused, a 401 bypasses the cache, and
+	// a change of the connection through this Service drops it; a
+	// connection deleted or re-authorized through another instance (or
+	// removed with its integration) may be used with its old credentials
+	// for at most this long. Defaults to 5 seconds; negative disables the
+	// cache.
+	ProxyCacheTTL time.Duration
+
 	// CredentialCheckTimeout bounds the request that checks the
 	// credentials an end user enters through a connect session (the
 	// provider's verification endpoint), and the token request of a
@@ -189,6 +207,8 @@ type Service struct {
 	connections  *connections.Service
 	sessions     *connections.Sessions
 	connectUI    *connectui.Handler
+	proxy        *proxy.Proxy
+	proxyCache   *proxyCache
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
@@ -307,11 +327,16 @@ func New(cfg Config) (*Service, error) {
 	}
 	s.environments = environments.NewService(cfg.Store, keyring, cfg.Now, ttl)
 	s.integrations = integrations.NewService(cfg.Store, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
-	s.connections = connections.NewService(cfg.Store, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
+	s.proxyCache = newProxyCache(cfg.ProxyCacheTTL)
+	// Connection changes made through this Service drop the proxy's cached copy.
+	s.connections = connections.NewService(proxyCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	if err := s.setupWebhooks(); err != nil {
 		return nil, err
 	}
 	s.setupRefresh()
+	if err := s.setupProxy(); err != nil {
+		return nil, fmt.Errorf("connect: Config.Proxy: %w", err)
+	}
 	s.sessions, err = connections.NewSessions(s.connections, connections.SessionsConfig{
 		Store:          cfg.Store,
 		Environments:   cfg.Store,
@@ -573,13 +598,14 @@ func (s *Service) withWebSocket(h http.Handler) http.Handler {
 	})
 }
 
-// Handler serves every route of the service: the routes of APIHandler and
-// ConnectHandler, and the unauthenticated GET /health,
+// Handler serves every route of the service: the routes of APIHandler,
+// ProxyHandler and ConnectHandler, and the unauthenticated GET /health,
 // GET /providers/{provider}/logo.svg and POST /webhook/{environment}/{integration}
 // (providers' webhooks, verified by the provider's signature).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
+	s.registerProxy(mux)
 	s.sessions.PublicRoutes(mux)
 	s.connectUI.Register(mux, connectui.DefaultPath)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {

@@ -47,6 +47,16 @@
 // and the [Config.Scheduler] delivers them, signed, with retries. See
 // package webhooks.
 //
+// # Proxy
+//
+// /proxy/{endpoint} ([Service.ProxyHandler], included in [Service.Handler])
+// calls a provider's API with a connection's credentials and returns the
+// upstream's answer unchanged and streamed; [Service.Proxy] makes the same
+// call from Go and [Service.ProxyClient] is an *http.Client bound to one
+// connection for a provider's Go SDK. Upstream addresses on loopback,
+// private, link-local and metadata networks are refused at dial time
+// unless [Config.Proxy] allows them. See package proxy.
+//
 // # Security
 //
 // Every API request carries an environment's API key as a bearer token; the

@@ -13,6 +13,7 @@ import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/store/memory"
 )
 
@@ -81,4 +82,52 @@ func ExampleService_Connections() {
 	c, _ := svc.Connections().Get(ctx, env.ID, "openai", "user-42", connections.GetOptions{})
 	fmt.Println(created, c.Credentials.Type, c.Credentials.APIKey, c.Tags)
 	// Output: true API_KEY sk-example map[end_user_id:42]
+}
+
+// Call a connection's API from Go: svc.Proxy sends the request with the
+// connection's credentials and returns the upstream's response, and
+// svc.ProxyClient is an *http.Client to hand to a provider's Go SDK.
+func ExampleService_Proxy() {
+	// A stand-in for api.openai.com that shows what it receives.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s with %q", r.Method, r.URL.Path, r.Header.Get("Authorization"))
+	}))
+	defer api.Close()
+
+	svc, _ := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		// The stand-in listens on 127.0.0.1, which the proxy refuses by default.
+		Proxy: proxy.Config{Policy: proxy.Policy{AllowLoopback: true}},
+	})
+	ctx := context.Background()
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "openai", UniqueKey: "openai"})
+	svc.Connections().Import(ctx, env.ID, connections.ImportInput{ProviderConfigKey: "openai", ConnectionID: "user-42", APIKey: "sk-example"})
+
+	resp, err := svc.Proxy(ctx, &proxy.Request{
+		EnvironmentID:  env.ID,
+		IntegrationKey: "openai",
+		ConnectionID:   "user-42",
+		Endpoint:       "/v1/models",
+		Options:        proxy.Options{BaseURLOverride: api.URL, Retries: 2},
+	})
+	if err != nil {
+		panic(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(b))
+
+	client := svc.ProxyClient(env.ID, "openai", "user-42", proxy.Options{BaseURLOverride: api.URL})
+	resp, err = client.Post(api.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		panic(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(b))
+	// Output:
+	// 200 GET /v1/models with "Bearer sk-example"
+	// 200 POST /v1/chat/completions with "Bearer sk-example"
 }

@@ -85,7 +85,13 @@ func TestNodeClient(t *testing.T) {
 	}
 	apiKey := "e2e_" + randomHex(t, 24)
 	port := freePort(t)
+	// The provider APIs of the proxy tests: the second one is a redirect target on another port.
+	upstream2 := startUpstream(t, "")
+	upstream := startUpstream(t, upstream2.srv.URL)
 	srv := startServer(ctx, t, bin, []string{
+		// The fake upstreams listen on 127.0.0.1.
+		"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true",
+		"CONNECT_PROVIDERS_FILE=" + writeProviders(t, upstream.srv.URL),
 		"PORT=" + port,
 		"DATABASE_URL=" + dbURL,
 		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
@@ -99,8 +105,18 @@ func TestNodeClient(t *testing.T) {
 		"NANGO_HOST=" + host,
 		"NANGO_API_KEY=" + apiKey,
 		"CONNECT_DEV_ENV_VARS=" + string(envVarsJSON),
+		"NANGO_E2E_UPSTREAM_URL=" + upstream.srv.URL,
+		"NANGO_E2E_UPSTREAM2_URL=" + upstream2.srv.URL,
 		"NO_COLOR=1",
 	})
+	if upstream.count() == 0 {
+		t.Error("the proxy tests made no call to the fake upstream")
+	}
+	for _, u := range []*fakeUpstream{upstream, upstream2} {
+		if got := u.leaked(apiKey); len(got) > 0 {
+			t.Errorf("the server's API key reached the upstream: %+v", got)
+		}
+	}
 
 	srv.stop(t)
 }

@@ -70,6 +70,16 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 			return fmt.Errorf("CONNECT_RATE_LIMIT %q is not an integer", v)
 		}
 	}
+	// The proxy refuses upstreams on loopback, private and link-local
+	// addresses unless CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true (cloud
+	// metadata addresses stay refused).
+	switch v := getenv("CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS"); v {
+	case "", "false":
+	case "true":
+		cfg.Proxy.Policy.AllowPrivateNetworks = true
+	default:
+		return fmt.Errorf("CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS %q must be true or false", v)
+	}
 	if v := getenv("CONNECT_RATE_LIMIT_WINDOW"); v != "" {
 		if cfg.RateLimitWindow, err = time.ParseDuration(v); err != nil || cfg.RateLimitWindow < time.Second || cfg.RateLimitWindow%time.Second != 0 {
 			return fmt.Errorf("CONNECT_RATE_LIMIT_WINDOW %q is not a whole number of seconds of at least 1s, such as 1m", v)

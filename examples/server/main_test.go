@@ -126,6 +126,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"bad env vars":      {"CONNECT_DEV_ENV_VARS": "[1]"},
 		"short api key":     {"CONNECT_API_KEY": "short"},
 		"bad public url":    {"CONNECT_PUBLIC_URL": "nope"},
+		"bad proxy policy":  {"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "yes"},
 	} {
 		vars["PORT"] = map[bool]string{true: vars["PORT"], false: freePort(t)}[vars["PORT"] != ""]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

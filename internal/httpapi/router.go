@@ -58,7 +58,10 @@ type Route struct {
 	// Scope is the scope the API key must hold.
 	Scope string
 	// Style is the error body shape.
-	Style   Style
+	Style Style
+	// RawBody: the handler reads the body as it is (any Content-Type, no
+	// MaxBody limit), as the proxy route does.
+	RawBody bool
 	Handler HandlerFunc
 }
 
@@ -93,6 +96,9 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, route Route) err
 	}
 	if !p.Allows(route.Scope) {
 		return store.Errorf(store.ErrForbidden, "forbidden", "The API key lacks the scope %s.", route.Scope)
+	}
+	if route.RawBody {
+		return route.Handler(w, r, p)
 	}
 	if hasBody(r) {
 		if err := CheckContentType(r); err != nil {

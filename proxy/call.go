@@ -1,0 +1,618 @@
+package proxy
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dghubble/oauth1"
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/store"
+)
+
+// call is one proxied request: the connection, its injected credentials
+// and the options. It travels in the request context.
+type call struct {
+	p       *Proxy
+	env     int64
+	key, id string
+	opts    Options
+	// origin is the base URL: requests to its scheme and host carry the
+	// credentials.
+	origin *url.URL
+	// getBody returns the body again; nil when it cannot be replayed.
+	getBody func() (io.ReadCloser, error)
+	// out is the prepared upstream request of a route call.
+	out *http.Request
+	// noFollow: redirects are returned, not followed (Client transport).
+	noFollow bool
+
+	mu        sync.Mutex
+	t         *Target
+	cred      *injection
+	refreshed bool
+}
+
+// injection is what a target adds to requests to its origin.
+type injection struct {
+	header  http.Header
+	query   [][2]string
+	signer  *oauth1.Transport // OAuth 1 and TBA
+	secrets []string
+}
+
+func (c *call) target() *Target {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *call) injection() *injection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cred
+}
+
+// setTarget computes the credentials to inject for t, once per Target: a
+// Source that returns the same *Target again (a cache) saves the work.
+func (c *call) setTarget(t *Target) error {
+	if t == nil || t.Connection == nil || t.Provider == nil {
+		return errors.New("proxy: Source returned an incomplete target")
+	}
+	inj := t.injection.Load()
+	if inj == nil {
+		var err error
+		if inj, err = c.p.inject(t); err != nil {
+			return err
+		}
+		t.injection.Store(inj)
+	}
+	c.mu.Lock()
+	c.t, c.cred = t, inj
+	c.mu.Unlock()
+	return nil
+}
+
+// redact removes credential values from s.
+func (c *call) redact(s string) string {
+	if c == nil {
+		return s
+	}
+	inj := c.injection()
+	if inj == nil {
+		return s
+	}
+	for _, v := range inj.secrets {
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
+// vars returns the template values of a target.
+func vars(t *Target) integrations.TemplateVars {
+	conn := t.Connection
+	v := integrations.TemplateVars{
+		ConnectionConfig: make(map[string]string, len(conn.ConnectionConfig)),
+		Credentials:      map[string]string{},
+		ClientID:         t.ClientID,
+		ClientSecret:     t.ClientSecret,
+	}
+	for k, x := range conn.ConnectionConfig {
+		switch x := x.(type) {
+		case string:
+			v.ConnectionConfig[k] = x
+		case nil:
+		default:
+			v.ConnectionConfig[k] = fmt.Sprint(x)
+		}
+	}
+	cr := conn.Credentials
+	if cr == nil {
+		return v
+	}
+	for k, x := range cr.Raw {
+		if s, ok := x.(string); ok {
+			v.Credentials[k] = s
+		}
+	}
+	switch cr.Type {
+	case connections.AuthModeOAuth2, connections.AuthModeApp:
+		v.AccessToken = cr.AccessToken
+	case connections.AuthModeOAuth2CC:
+		v.AccessToken = cr.Token
+		if cr.ClientID != "" {
+			v.ClientID, v.ClientSecret = cr.ClientID, cr.ClientSecret
+		}
+	case connections.AuthModeAPIKey:
+		v.APIKey = cr.APIKey
+		v.Credentials["apiKey"] = cr.APIKey
+	case connections.AuthModeBasic:
+		v.Credentials["username"], v.Credentials["password"] = cr.Username, cr.Password
+	case connections.AuthModeOAuth1:
+		v.Credentials["oauth_token"], v.Credentials["oauth_token_secret"] = cr.OAuthToken, cr.OAuthTokenSecret
+	case connections.AuthModeTBA:
+		v.Credentials["token_id"], v.Credentials["token_secret"] = cr.TokenID, cr.TokenSecret
+	}
+	if cr.ConfigOverride != nil && cr.ConfigOverride.ClientID != "" {
+		v.ClientID, v.ClientSecret = cr.ConfigOverride.ClientID, cr.ConfigOverride.ClientSecret
+	}
+	return v
+}
+
+// inject computes what requests to the target's origin carry: the auth
+// mode's Authorization (Bearer for OAuth 2, app and client-credentials
+// tokens, Basic for BASIC), then the provider's header templates (which
+// win; a header whose template cannot be filled is left out), the
+// provider's query templates, and for OAuth 1 and TBA a signer.
+func (p *Proxy) inject(t *Target) (*injection, error) {
+	v := vars(t)
+	inj := &injection{header: http.Header{}}
+	cr := t.Connection.Credentials
+	if cr == nil {
+		cr = &connections.Credentials{Type: t.Connection.AuthMode}
+	}
+	switch cr.Type {
+	case connections.AuthModeOAuth2, connections.AuthModeApp, connections.AuthModeOAuth2CC:
+		if v.AccessToken != "" {
+			inj.header.Set("Authorization", "Bearer "+v.AccessToken)
+		}
+	case connections.AuthModeBasic:
+		inj.header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cr.Username+":"+cr.Password)))
+	case connections.AuthModeOAuth1, connections.AuthModeTBA:
+		s, err := p.signer(t, cr, v)
+		if err != nil {
+			return nil, err
+		}
+		inj.signer = s
+	}
+	if px := t.Provider.Proxy; px != nil {
+		for _, k := range slices.Sorted(maps.Keys(px.Headers)) {
+			if val, err := integrations.Interpolate(px.Headers[k], v); err == nil {
+				inj.header.Set(k, val)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(px.Query)) {
+			if val, err := integrations.Interpolate(px.Query[k], v); err == nil {
+				inj.query = append(inj.query, [2]string{k, val})
+			}
+		}
+	}
+	for _, s := range []string{v.AccessToken, v.APIKey, cr.RefreshToken, cr.Password, cr.OAuthTokenSecret,
+		cr.TokenSecret, cr.ClientSecret, v.ClientSecret, cr.OAuthToken} {
+		if s != "" {
+			inj.secrets = append(inj.secrets, s, url.QueryEscape(s))
+		}
+	}
+	for _, vals := range inj.header {
+		inj.secrets = append(inj.secrets, vals...)
+	}
+	for _, q := range inj.query {
+		inj.secrets = append(inj.secrets, q[1], url.QueryEscape(q[1]))
+	}
+	return inj, nil
+}
+
+// signer builds the OAuth 1 signer of a connection: the integration's
+// client as consumer and the connection's token. TBA signs with
+// HMAC-SHA256 and the account id as realm.
+func (p *Proxy) signer(t *Target, cr *connections.Credentials, v integrations.TemplateVars) (*oauth1.Transport, error) {
+	cfg := oauth1.NewConfig(v.ClientID, v.ClientSecret)
+	token, secret := cr.OAuthToken, cr.OAuthTokenSecret
+	method := strings.ToUpper(t.Provider.SignatureMethod)
+	if cr.Type == connections.AuthModeTBA {
+		token, secret = cr.TokenID, cr.TokenSecret
+		method = "HMAC-SHA256"
+		cfg.Realm = strings.ToUpper(strings.ReplaceAll(v.ConnectionConfig["accountId"], "-", "_"))
+	}
+	switch method {
+	case "", "HMAC-SHA1":
+	case "HMAC-SHA256":
+		cfg.Signer = &oauth1.HMAC256Signer{ConsumerSecret: v.ClientSecret}
+	default:
+		return nil, store.Invalid(CodeUnsupportedSigning, fmt.Sprintf("The proxy cannot sign with the OAuth 1 signature method %s.", method))
+	}
+	tr, ok := oauth1.NewClient(context.Background(), cfg, oauth1.NewToken(token, secret)).Transport.(*oauth1.Transport)
+	if !ok {
+		return nil, errors.New("proxy: unexpected oauth1 transport")
+	}
+	tr.Base = p.base
+	return tr, nil
+}
+
+// baseURL is the Base-Url-Override, or the provider's base URL template
+// filled from the connection. The URL returned must not be modified.
+func (c *call) baseURL() (*url.URL, error) {
+	if c.opts.BaseURLOverride != "" {
+		return c.computeBaseURL()
+	}
+	t := c.target()
+	if b := t.base.Load(); b != nil {
+		return b.u, b.err // shared: callers do not modify it
+	}
+	u, err := c.computeBaseURL()
+	if err == nil {
+		t.base.Store(&baseResult{u: u})
+	} else {
+		t.base.Store(&baseResult{err: err})
+	}
+	return u, err
+}
+
+func (c *call) computeBaseURL() (*url.URL, error) {
+	raw := c.opts.BaseURLOverride
+	t := c.target()
+	if raw == "" {
+		if t.Provider.Proxy == nil || t.Provider.Proxy.BaseURL == "" {
+			return nil, store.Invalid(CodeMissingBaseURL, fmt.Sprintf(
+				"The provider %s has no base URL; send Base-Url-Override (baseUrlOverride).", t.Provider.Name))
+		}
+		var err error
+		raw, err = integrations.Interpolate(t.Provider.Proxy.BaseURL, vars(t))
+		if err != nil {
+			var mv *integrations.MissingValueError
+			if errors.As(err, &mv) {
+				var fe []store.FieldError
+				for _, n := range mv.Names {
+					fe = append(fe, store.FieldError{Code: "required", Message: "is required", Path: strings.Split(n, ".")})
+				}
+				return nil, store.Invalid(CodeMissingConfig, fmt.Sprintf(
+					"The provider's base URL needs %s, which the connection lacks.", strings.Join(mv.Names, ", ")), fe...)
+			}
+			return nil, store.Invalid(CodeMissingBaseURL, "The provider's base URL template is malformed.")
+		}
+	}
+	u, err := parseBaseURL(raw)
+	if err != nil {
+		return nil, store.Invalid(CodeMissingBaseURL, "The base URL is not an absolute http or https URL.")
+	}
+	return u, nil
+}
+
+// canRefresh reports whether a 401 may be cured by a refresh: OAuth 2
+// (and client-credentials) connections.
+func (c *call) canRefresh() bool {
+	switch c.target().Connection.AuthMode {
+	case connections.AuthModeOAuth2, connections.AuthModeOAuth2CC:
+		return true
+	}
+	return false
+}
+
+// do sends the request with retries, and on a 401 of an OAuth 2
+// connection refreshes the token once and sends it again.
+func (c *call) do(req *http.Request) (*http.Response, error) {
+	resp, err := c.send(req)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || c.refreshed || !c.canRefresh() ||
+		(c.getBody == nil && req.Body != nil && req.Body != http.NoBody) {
+		return resp, err
+	}
+	c.refreshed = true
+	ctx := req.Context()
+	t, rerr := c.p.cfg.Source.Target(ctx, c.env, c.key, c.id, true)
+	if rerr == nil {
+		rerr = c.setTarget(t)
+	}
+	if rerr != nil {
+		c.p.cfg.Logger.WarnContext(ctx, "proxy: refresh after an upstream 401 failed; the 401 is returned",
+			"integration", c.key, "connection", c.id, "err", rerr)
+		return resp, nil
+	}
+	drain(resp.Body)
+	again := req.Clone(ctx)
+	if c.getBody != nil {
+		if again.Body, err = c.getBody(); err != nil {
+			return nil, err
+		}
+	}
+	return c.send(again)
+}
+
+func drain(b io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(b, 64<<10))
+	b.Close()
+}
+
+// send makes the request, with retries when they were asked for and the
+// body can be replayed.
+func (c *call) send(req *http.Request) (*http.Response, error) {
+	if c.opts.Retries == 0 || c.getBody == nil {
+		return c.follow(req)
+	}
+	r2 := req.Clone(req.Context())
+	r2.Body, r2.GetBody = nil, nil
+	rr, err := retryablehttp.FromRequest(r2)
+	if err != nil {
+		return nil, err
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		length := req.ContentLength
+		if err := rr.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) { return c.getBody() })); err != nil {
+			return nil, err
+		}
+		rr.ContentLength = length
+	}
+	rc := &retryablehttp.Client{
+		HTTPClient:   c.p.client,
+		RetryWaitMin: c.p.cfg.RetryWaitMin,
+		RetryWaitMax: c.p.cfg.RetryWaitMax,
+		RetryMax:     c.opts.Retries,
+		CheckRetry:   c.checkRetry,
+		Backoff:      c.backoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+	resp, err := rc.Do(rr)
+	if err != nil && resp != nil {
+		drain(resp.Body)
+		resp = nil
+	}
+	return resp, err
+}
+
+// checkRetry is the retry policy: network resets, timeouts and aborts;
+// 5xx and 429 (or the provider's own error codes when its catalogue entry
+// lists them); the Retry-On statuses; a provider's rate-limit "remaining"
+// header at 0. A response asking for a wait longer than MaxRetryWait, or
+// past the request's deadline, is not retried: it is returned as it is.
+func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if err != nil {
+		return retryableError(err), nil
+	}
+	if !c.retryableStatus(resp) {
+		return false, nil
+	}
+	if w, ok := c.headerWait(resp); ok {
+		if w > c.p.cfg.MaxRetryWait {
+			return false, nil
+		}
+		if dl, ok := ctx.Deadline(); ok && c.p.cfg.Now().Add(w).After(dl) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func retryableError(err error) bool {
+	var ae *AddressError
+	if errors.As(err, &ae) {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ETIMEDOUT) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	return isTimeout(err)
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (c *call) retryableStatus(resp *http.Response) bool {
+	code := resp.StatusCode
+	if slices.Contains(c.opts.RetryOn, code) {
+		return true
+	}
+	var rc *integrations.Retry
+	if px := c.target().Provider.Proxy; px != nil {
+		rc = px.Retry
+	}
+	if rc != nil && rc.Remaining != "" && strings.TrimSpace(resp.Header.Get(rc.Remaining)) == "0" {
+		return true
+	}
+	if rc != nil && len(rc.ErrorCodes) > 0 {
+		return matchCodes(rc.ErrorCodes, code)
+	}
+	return code == http.StatusTooManyRequests || code >= 500
+}
+
+// matchCodes matches a status against "429", "5xx" or "500-502" patterns.
+func matchCodes(patterns []string, code int) bool {
+	s := strconv.Itoa(code)
+	for _, p := range patterns {
+		p = strings.ToLower(strings.TrimSpace(p))
+		if lo, hi, ok := strings.Cut(p, "-"); ok {
+			l, e1 := strconv.Atoi(strings.TrimSpace(lo))
+			h, e2 := strconv.Atoi(strings.TrimSpace(hi))
+			if e1 == nil && e2 == nil && code >= l && code <= h {
+				return true
+			}
+			continue
+		}
+		if len(p) == 3 && strings.HasSuffix(p, "xx") && p[0] == s[0] {
+			return true
+		}
+		if p == s {
+			return true
+		}
+	}
+	return false
+}
+
+// headerWait is the wait a response asks for: Retry-After (seconds or an
+// HTTP date) and the provider's rate-limit headers (retry.after in
+// seconds, retry.at an absolute time); the longest wins.
+func (c *call) headerWait(resp *http.Response) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	now := c.p.cfg.Now()
+	var wait time.Duration
+	found := false
+	take := func(d time.Duration, ok bool) {
+		if ok {
+			found = true
+			wait = max(wait, d)
+		}
+	}
+	take(ParseRetryAfter(resp.Header.Get("Retry-After"), now))
+	if px := c.target().Provider.Proxy; px != nil && px.Retry != nil {
+		for _, h := range px.Retry.After {
+			take(ParseRetryAfter(resp.Header.Get(h), now))
+		}
+		for _, h := range px.Retry.At {
+			take(ParseResetAt(resp.Header.Get(h), now))
+		}
+	}
+	return wait, found
+}
+
+// backoff waits what the response asks for, or RetryWaitMin doubled per
+// attempt up to RetryWaitMax.
+func (c *call) backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
+	if w, ok := c.headerWait(resp); ok {
+		return w
+	}
+	d := minWait
+	for i := 0; i < attempt && d < maxWait; i++ {
+		d *= 2
+	}
+	return min(d, maxWait)
+}
+
+// follow sends the request and follows up to MaxRedirects redirects (unless
+// the call returns them as they are); the response of the last one is
+// returned unchanged. 301, 302 and 303 continue with GET (HEAD stays HEAD)
+// and no body; 307 and 308 keep the method and send the body again, when
+// it can be replayed (otherwise the 307 or 308 is returned). Authorization
+// and cookies are dropped on a redirect to another origin (scheme, host
+// and port) unless Forward-Headers-On-Redirect is true; the injected
+// credentials only ever go to the base URL's origin, or with
+// Forward-Headers-On-Redirect to wherever the redirects lead.
+func (c *call) follow(req *http.Request) (*http.Response, error) {
+	first := req
+	for hops := 0; ; hops++ {
+		resp, err := c.p.hop.RoundTrip(req)
+		if err != nil || c.noFollow || hops >= c.p.cfg.MaxRedirects {
+			return resp, err
+		}
+		next, ok := c.redirect(first, req, resp)
+		if !ok {
+			return resp, nil
+		}
+		drain(resp.Body)
+		req = next
+	}
+}
+
+// redirect returns the request a redirect response asks for, or false
+// when it is not one to follow.
+func (c *call) redirect(first, req *http.Request, resp *http.Response) (*http.Request, bool) {
+	method, withBody := req.Method, false
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+		if method != http.MethodGet && method != http.MethodHead {
+			method = http.MethodGet
+		}
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		withBody = true
+	default:
+		return nil, false
+	}
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil, false
+	}
+	u, err := req.URL.Parse(loc)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, false
+	}
+	u.Fragment, u.RawFragment = "", ""
+	next := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: first.Header.Clone(), Host: u.Host, Response: resp}
+	next = next.WithContext(req.Context())
+	if withBody && req.ContentLength != 0 && req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil {
+			return nil, false
+		}
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, false
+		}
+		next.Body, next.GetBody, next.ContentLength = body, req.GetBody, req.ContentLength
+	} else if !withBody {
+		for _, k := range []string{"Content-Type", "Content-Length", "Content-Encoding"} {
+			next.Header.Del(k)
+		}
+	}
+	if !c.opts.ForwardHeadersOnRedirect && !sameOrigin(u, first.URL) {
+		for _, k := range []string{"Authorization", "Cookie", "Cookie2", "Proxy-Authorization"} {
+			next.Header.Del(k)
+		}
+	}
+	return next, true
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host)
+}
+
+// hopTransport injects the credentials into each request that goes to the
+// call's origin (every attempt and every redirect hop), or to any host of
+// a redirect with Forward-Headers-On-Redirect.
+type hopTransport struct{ p *Proxy }
+
+func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := callFrom(req.Context())
+	if c == nil {
+		return h.p.base.RoundTrip(req)
+	}
+	if !sameOrigin(req.URL, c.origin) && !(c.opts.ForwardHeadersOnRedirect && req.Response != nil) {
+		return h.p.base.RoundTrip(req)
+	}
+	inj := c.injection()
+	r := new(http.Request)
+	*r = *req // the caller's request is not modified: only the copy's header map and URL are new
+	r.Header = make(http.Header, len(req.Header)+len(inj.header))
+	for k, v := range req.Header {
+		r.Header[k] = v
+	}
+	for k, v := range inj.header {
+		if _, ok := r.Header[k]; !ok {
+			r.Header[k] = v
+		}
+	}
+	if len(inj.query) > 0 {
+		q := r.URL.Query()
+		raw := r.URL.RawQuery
+		for _, kv := range inj.query {
+			if q.Has(kv[0]) {
+				continue
+			}
+			if raw != "" {
+				raw += "&"
+			}
+			raw += url.QueryEscape(kv[0]) + "=" + url.QueryEscape(kv[1])
+		}
+		u := *r.URL
+		u.RawQuery = raw
+		r.URL = &u
+	}
+	if inj.signer != nil && r.Header.Get("Authorization") == "" {
+		return inj.signer.RoundTrip(r)
+	}
+	return h.p.base.RoundTrip(r)
+}

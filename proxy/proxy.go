@@ -1,0 +1,735 @@
+package proxy
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/store"
+)
+
+// Methods returns the HTTP methods the proxy route serves: GET, POST, PUT,
+// PATCH, DELETE, PROPFIND and REPORT.
+func Methods() []string {
+	return []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		"PROPFIND", "REPORT"}
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxRetries    = 10
+	DefaultRetryWaitMin  = 500 * time.Millisecond
+	DefaultRetryWaitMax  = 30 * time.Second
+	DefaultMaxRetryWait  = time.Minute
+	DefaultMaxRedirects  = 10
+	DefaultMaxReplayBody = 1 << 20
+)
+
+// Target is what the proxy needs to call a connection's API: the connection
+// with its credentials opened (and refreshed when they were about to
+// expire), its provider, and the integration's OAuth client when the
+// connection signs with it (OAuth 1, TBA) or the provider's templates use
+// ${clientId} or ${clientSecret}.
+//
+// A Target is read-only once returned: the proxy remembers what it
+// computed from it (the credentials to inject, the base URL), so a Source
+// may return the same *Target for many calls.
+type Target struct {
+	Connection   *connections.Connection
+	Provider     *integrations.Provider
+	ClientID     string
+	ClientSecret string
+
+	injection atomic.Pointer[injection]
+	base      atomic.Pointer[baseResult]
+}
+
+type baseResult struct {
+	u   *url.URL
+	err error
+}
+
+// Source finds the target of a call. With forceRefresh it refreshes the
+// connection's token first (an upstream answered 401); otherwise it
+// refreshes it only when it is about to expire. Errors are store errors
+// (not found, refresh failed), written as they are.
+type Source interface {
+	Target(ctx context.Context, environmentID int64, integrationKey, connectionID string, forceRefresh bool) (*Target, error)
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func(ctx context.Context, environmentID int64, integrationKey, connectionID string, forceRefresh bool) (*Target, error)
+
+// Target calls f.
+func (f SourceFunc) Target(ctx context.Context, environmentID int64, integrationKey, connectionID string, forceRefresh bool) (*Target, error) {
+	return f(ctx, environmentID, integrationKey, connectionID, forceRefresh)
+}
+
+// Config configures a Proxy. Source is required; zero fields take their
+// defaults.
+type Config struct {
+	// Source finds connections and their credentials. Required.
+	Source Source
+	// Policy says which upstream addresses may be reached; by default
+	// loopback, private, link-local and metadata addresses are refused.
+	Policy Policy
+	// Transport sends upstream requests. Defaults to NewTransport(Policy).
+	// A Transport set here must enforce an address policy itself, as
+	// NewTransport does at dial time; the proxy still refuses literal IP
+	// addresses the Policy refuses.
+	Transport http.RoundTripper
+	// ResponseHeaderTimeout bounds the wait for each attempt's response
+	// headers (not the body, which may stream for long); an attempt that
+	// times out is retried like a connection reset, and the last one is
+	// 504 upstream_timeout. Zero means no limit but the request's context.
+	// It applies to the default Transport only.
+	ResponseHeaderTimeout time.Duration
+	// MaxRetries caps the Retries option. Default 10.
+	MaxRetries int
+	// RetryWaitMin and RetryWaitMax bound the exponential backoff between
+	// retries (RetryWaitMin doubled per attempt). Defaults 500 ms and 30 s.
+	RetryWaitMin, RetryWaitMax time.Duration
+	// MaxRetryWait: when an upstream asks for a longer wait (Retry-After,
+	// a rate-limit reset header) or the wait would outlast the request's
+	// deadline, the proxy stops retrying and returns that response as it
+	// is, so the caller sees the rate limit. Default 1 minute.
+	MaxRetryWait time.Duration
+	// MaxRedirects is how many redirects are followed; the response of
+	// the last one is returned unchanged. Default 10; negative follows
+	// none.
+	MaxRedirects int
+	// MaxRequestBody limits request bodies (413 payload_too_large).
+	// Zero means no limit.
+	MaxRequestBody int64
+	// MaxResponseBody limits upstream response bodies: a larger declared
+	// length is 502 upstream_response_too_large, and a body that grows
+	// past it is cut off. Zero means no limit.
+	MaxResponseBody int64
+	// MaxReplayBody: a request body up to this size is kept in memory so
+	// that it can be sent again (retries, the retry after a 401 refresh,
+	// 307 and 308 redirects); a larger one is streamed once and never
+	// retried. Default 1 MiB.
+	MaxReplayBody int64
+	// Logger receives warnings (failed refresh after a 401, upstream
+	// errors). Defaults to discarding them.
+	Logger *slog.Logger
+	// Now returns the current time; it dates Retry-After values. Defaults
+	// to time.Now.
+	Now func() time.Time
+}
+
+// Proxy calls providers' APIs with a connection's credentials. Create it
+// with New; it is safe for concurrent use.
+type Proxy struct {
+	cfg    Config
+	base   http.RoundTripper
+	hop    *hopTransport
+	client *http.Client // for go-retryablehttp: the call's own redirects, never net/http's
+	rp     *httputil.ReverseProxy
+}
+
+// New validates cfg and builds a Proxy.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Source == nil {
+		return nil, errors.New("proxy: Config.Source is required")
+	}
+	if cfg.MaxRetries < 0 || cfg.ResponseHeaderTimeout < 0 || cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 || cfg.MaxRetryWait < 0 ||
+		cfg.MaxRequestBody < 0 || cfg.MaxResponseBody < 0 || cfg.MaxReplayBody < 0 {
+		return nil, errors.New("proxy: Config limits and waits must not be negative")
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.RetryWaitMin == 0 {
+		cfg.RetryWaitMin = DefaultRetryWaitMin
+	}
+	if cfg.RetryWaitMax == 0 {
+		cfg.RetryWaitMax = DefaultRetryWaitMax
+	}
+	if cfg.RetryWaitMax < cfg.RetryWaitMin {
+		cfg.RetryWaitMax = cfg.RetryWaitMin
+	}
+	if cfg.MaxRetryWait == 0 {
+		cfg.MaxRetryWait = DefaultMaxRetryWait
+	}
+	if cfg.MaxRedirects == 0 {
+		cfg.MaxRedirects = DefaultMaxRedirects
+	}
+	if cfg.MaxReplayBody == 0 {
+		cfg.MaxReplayBody = DefaultMaxReplayBody
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := &Proxy{cfg: cfg, base: cfg.Transport}
+	if p.base == nil {
+		tr := NewTransport(cfg.Policy)
+		tr.ResponseHeaderTimeout = cfg.ResponseHeaderTimeout
+		p.base = tr
+	}
+	p.hop = &hopTransport{p: p}
+	p.client = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return callFrom(r.Context()).follow(r)
+	}), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      roundTripFunc(p.roundTrip),
+		ModifyResponse: func(resp *http.Response) error { return callFrom(resp.Request.Context()).finish(resp) },
+		ErrorHandler:   p.errorHandler,
+		BufferPool:     newBufferPool(),
+		ErrorLog:       slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	return p, nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// bufferPool recycles the 32 KiB buffers that copy response bodies.
+type bufferPool struct{ pool sync.Pool }
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (bp *bufferPool) Get() []byte  { return *(bp.pool.Get().(*[]byte)) }
+func (bp *bufferPool) Put(b []byte) { bp.pool.Put(&b) }
+
+type callKey struct{}
+
+func callFrom(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
+	return c
+}
+
+// ServeHTTP serves one proxy request of the environment: the routing and
+// option headers (see ParseHeaders), the endpoint after "/proxy" in the
+// request path, the query, the headers prefixed Nango-Proxy- and the body
+// go upstream; the upstream's status, headers and body come back streamed
+// and unchanged. The caller has authenticated the request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request, environmentID int64) {
+	key, id, opts, err := ParseHeaders(r.Header, p.cfg.MaxRetries)
+	if err != nil {
+		p.writeError(w, r, nil, err)
+		return
+	}
+	endpoint := r.URL.EscapedPath()
+	if i := strings.Index(endpoint, "/proxy"); i >= 0 {
+		endpoint = endpoint[i+len("/proxy"):]
+	}
+	if r.URL.RawQuery != "" {
+		endpoint += "?" + r.URL.RawQuery
+	}
+	body := r.Body
+	if p.cfg.MaxRequestBody > 0 && body != nil {
+		body = http.MaxBytesReader(w, body, p.cfg.MaxRequestBody)
+	}
+	c, out, err := p.prepare(r.Context(), environmentID, key, id, opts, r.Method, endpoint, forwardHeaders(r.Header, opts), body, r.ContentLength)
+	if err != nil {
+		p.writeError(w, r, c, err)
+		return
+	}
+	c.out = out
+	p.rp.ServeHTTP(w, r.WithContext(out.Context())) // out's context carries the call
+}
+
+// rewrite replaces the outgoing request of the ReverseProxy with the one
+// prepare built.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	out := callFrom(pr.In.Context()).out
+	pr.Out.URL = out.URL
+	pr.Out.Host = ""
+	pr.Out.RequestURI = ""
+	pr.Out.Header = out.Header
+	pr.Out.Body = out.Body
+	pr.Out.ContentLength = out.ContentLength
+	pr.Out.GetBody = out.GetBody
+	pr.Out.TransferEncoding = nil
+	pr.Out.Close = false
+}
+
+func (p *Proxy) roundTrip(req *http.Request) (*http.Response, error) {
+	return callFrom(req.Context()).do(req)
+}
+
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	p.writeError(w, r, callFrom(r.Context()), err)
+}
+
+// writeError writes one of our own errors; upstream failures are mapped
+// to 4xx and 5xx statuses first. The body never holds a secret.
+func (p *Proxy) writeError(w http.ResponseWriter, r *http.Request, c *call, err error) {
+	err = p.mapError(c, err)
+	status, _ := httpapi.Resolve(err)
+	if status >= 500 && r.Context().Err() == nil {
+		p.cfg.Logger.WarnContext(r.Context(), "proxy call failed", "status", status, "err", err)
+	}
+	httpapi.WriteError(w, r, nil, httpapi.StyleStandard, err)
+}
+
+var errResponseTooLarge = errors.New("proxy: upstream response too large")
+
+// mapError turns a transport failure into one of our error bodies.
+func (p *Proxy) mapError(c *call, err error) error {
+	var se *store.Error
+	var mbe *http.MaxBytesError
+	var ae *AddressError
+	switch {
+	case errors.As(err, &ae):
+		return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
+			"The upstream address %s is %s; the proxy's network policy refuses it.", ae.Addr, ae.Class))
+	case errors.As(err, &mbe):
+		return httpapi.WithStatus(http.StatusRequestEntityTooLarge, store.Invalid("payload_too_large",
+			fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)))
+	case errors.Is(err, errResponseTooLarge):
+		return httpapi.WithStatus(http.StatusBadGateway, store.Invalid("upstream_response_too_large",
+			fmt.Sprintf("The upstream response is larger than %d bytes.", p.cfg.MaxResponseBody)))
+	case errors.As(err, &se):
+		return err
+	case errors.Is(err, context.Canceled):
+		return httpapi.WithStatus(http.StatusServiceUnavailable, store.Invalid("request_cancelled", "The request was cancelled."))
+	case isTimeout(err):
+		return httpapi.WithStatus(http.StatusGatewayTimeout, store.Invalid(CodeUpstreamTimeout, "The upstream did not answer in time."))
+	}
+	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError,
+		"The upstream could not be reached: "+c.redact(describe(err))+"."))
+}
+
+// Error codes of the proxy's own failures.
+const (
+	CodeAddressRefused     = "upstream_address_refused"
+	CodeUpstreamError      = "upstream_error"
+	CodeUpstreamTimeout    = "upstream_timeout"
+	CodeMissingBaseURL     = "missing_base_url"
+	CodeMissingConfig      = "missing_connection_config"
+	CodeUnsupportedSigning = "unsupported_signature_method"
+)
+
+// describe returns a transport error without the request URL, which may
+// carry credentials in its query.
+func describe(err error) string {
+	var ue *url.Error
+	for errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// Request is a call made from Go (Proxy.Do).
+type Request struct {
+	// EnvironmentID is the connection's environment.
+	EnvironmentID int64
+	// IntegrationKey and ConnectionID name the connection. Required.
+	IntegrationKey, ConnectionID string
+	// Method defaults to GET.
+	Method string
+	// Endpoint is the path after the base URL, possibly with a query.
+	Endpoint string
+	// Query is added to the endpoint's query.
+	Query url.Values
+	// Header is sent upstream as it is (no Nango-Proxy- prefix). A header
+	// set here wins over the injected credentials of the same name.
+	Header http.Header
+	// Body is the request body; nil for none. Bodies of known length (a
+	// *bytes.Reader, *bytes.Buffer or *strings.Reader, or ContentLength
+	// set) up to Config.MaxReplayBody can be retried.
+	Body io.Reader
+	// ContentLength is the length of Body, or -1 for unknown. Set from
+	// Body when it is one of the types above.
+	ContentLength int64
+	Options
+}
+
+// Do makes a call from Go: the same request the HTTP route would make,
+// with the same credentials, retries, redirects and address policy. The
+// response is the upstream's, streamed: the caller must close its body.
+// Failures of the proxy itself are *store.Error values with the codes of
+// the HTTP route; HTTPStatus tells the status the route would answer.
+func (p *Proxy) Do(ctx context.Context, req *Request) (*http.Response, error) {
+	if req.IntegrationKey == "" || req.ConnectionID == "" {
+		return nil, store.Invalid(CodeInvalidHeaders, "IntegrationKey and ConnectionID are required.")
+	}
+	if req.Retries < 0 || req.Retries > p.cfg.MaxRetries {
+		return nil, store.Invalid(CodeInvalidHeaders, fmt.Sprintf("Retries must be between 0 and %d.", p.cfg.MaxRetries))
+	}
+	if req.BaseURLOverride != "" {
+		if _, err := parseBaseURL(req.BaseURLOverride); err != nil {
+			return nil, store.Invalid(CodeInvalidHeaders, "BaseURLOverride must be an absolute http or https URL.")
+		}
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	endpoint := req.Endpoint
+	if len(req.Query) > 0 {
+		sep := "?"
+		if strings.Contains(endpoint, "?") {
+			sep = "&"
+		}
+		endpoint += sep + req.Query.Encode()
+	}
+	h := req.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if req.Decompress {
+		h.Set("Accept-Encoding", "gzip, deflate")
+	}
+	length := req.ContentLength
+	var body io.ReadCloser
+	if req.Body != nil {
+		switch b := req.Body.(type) {
+		case *bytes.Reader:
+			length = int64(b.Len())
+		case *bytes.Buffer:
+			length = int64(b.Len())
+		case *strings.Reader:
+			length = int64(b.Len())
+		default:
+			if length == 0 {
+				length = -1
+			}
+		}
+		body = io.NopCloser(req.Body)
+		if p.cfg.MaxRequestBody > 0 {
+			body = &limitedBody{r: body, n: p.cfg.MaxRequestBody, left: p.cfg.MaxRequestBody}
+		}
+	}
+	c, out, err := p.prepare(ctx, req.EnvironmentID, req.IntegrationKey, req.ConnectionID, req.Options, method, endpoint, h, body, length)
+	if err != nil {
+		return nil, p.mapError(c, err)
+	}
+	resp, err := c.do(out)
+	if err != nil {
+		return nil, p.mapError(c, err)
+	}
+	if err := c.finish(resp); err != nil {
+		resp.Body.Close()
+		return nil, p.mapError(c, err)
+	}
+	removeHopByHop(resp.Header)
+	return resp, nil
+}
+
+// HTTPStatus returns the HTTP status and code the proxy route answers for
+// an error of Do.
+func HTTPStatus(err error) (int, string) {
+	status, d := httpapi.Resolve(err)
+	return status, d.Code
+}
+
+// limitedBody fails with *http.MaxBytesError past n bytes.
+type limitedBody struct {
+	r    io.ReadCloser
+	n    int64 // the limit
+	left int64
+}
+
+func (l *limitedBody) Read(b []byte) (int, error) {
+	if l.left < 0 {
+		return 0, &http.MaxBytesError{Limit: l.n}
+	}
+	if int64(len(b)) > l.left+1 {
+		b = b[:l.left+1]
+	}
+	n, err := l.r.Read(b)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, &http.MaxBytesError{Limit: l.n}
+	}
+	return n, err
+}
+
+func (l *limitedBody) Close() error { return l.r.Close() }
+
+// prepare finds the connection and builds the upstream request: its URL
+// (base URL plus endpoint), headers and body. The body is kept in memory
+// when it may have to be sent again.
+func (p *Proxy) prepare(ctx context.Context, envID int64, key, id string, opts Options, method, endpoint string,
+	h http.Header, body io.ReadCloser, length int64) (*call, *http.Request, error) {
+	if p.cfg.MaxRequestBody > 0 && length > p.cfg.MaxRequestBody {
+		return nil, nil, &http.MaxBytesError{Limit: p.cfg.MaxRequestBody}
+	}
+	t, err := p.cfg.Source.Target(ctx, envID, key, id, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &call{p: p, env: envID, key: key, id: id, opts: opts}
+	if err := c.setTarget(t); err != nil {
+		return c, nil, err
+	}
+	base, err := c.baseURL()
+	if err != nil {
+		return c, nil, err
+	}
+	c.origin = base
+	u, err := joinEndpoint(base, endpoint)
+	if err != nil {
+		return c, nil, err
+	}
+	if a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if err := p.cfg.Policy.Check(a); err != nil {
+			return c, nil, err
+		}
+	}
+	if !validMethod(method) {
+		return c, nil, store.Invalid("invalid_method", "The method is not a valid HTTP method.")
+	}
+	out := (&http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Host: u.Host}).WithContext(context.WithValue(ctx, callKey{}, c))
+	if err := c.setBody(out, body, length); err != nil {
+		return c, nil, err
+	}
+	return c, out, nil
+}
+
+// setBody attaches the body to out, in memory when it is small enough to
+// be replayed (then GetBody is set) and streamed otherwise.
+func (c *call) setBody(out *http.Request, body io.ReadCloser, length int64) error {
+	if body == nil || body == http.NoBody || length == 0 {
+		if body != nil {
+			body.Close()
+		}
+		c.getBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+		return nil
+	}
+	limit := c.p.cfg.MaxReplayBody
+	if length > limit {
+		out.Body, out.ContentLength = body, length
+		return nil
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, max(min(length, limit), 512)))
+	n, err := io.Copy(buf, io.LimitReader(body, limit+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return store.Invalid("invalid_body", "The request body could not be read.")
+	}
+	if n > limit { // unknown length, larger than the replay limit: stream it
+		out.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(buf.Bytes()), body), body}
+		out.ContentLength = -1
+		return nil
+	}
+	body.Close()
+	b := buf.Bytes()
+	c.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	out.Body, _ = c.getBody()
+	out.GetBody = c.getBody
+	out.ContentLength = int64(len(b))
+	return nil
+}
+
+// validMethod reports whether m is an HTTP token.
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for _, r := range m {
+		if r <= ' ' || r >= 0x7f || strings.ContainsRune("()<>@,;:\\\"/[]?={}", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// joinEndpoint appends an endpoint (escaped path, possibly with a raw
+// query) to the base URL. The caller's path and query bytes are kept.
+func joinEndpoint(base *url.URL, endpoint string) (*url.URL, error) {
+	path, rawQuery, _ := strings.Cut(endpoint, "?")
+	u := *base
+	basePath := strings.TrimRight(base.EscapedPath(), "/")
+	escaped := basePath
+	if path = strings.TrimLeft(path, "/"); path != "" || strings.HasSuffix(endpoint, "/") {
+		escaped = basePath + "/" + path
+	}
+	unescaped, err := url.PathUnescape(escaped)
+	if err != nil {
+		return nil, store.Invalid("invalid_endpoint", "The endpoint's path is not validly escaped.")
+	}
+	u.Path, u.RawPath = unescaped, ""
+	if u.EscapedPath() != escaped {
+		u.RawPath = escaped
+	}
+	switch {
+	case base.RawQuery != "" && rawQuery != "":
+		u.RawQuery = base.RawQuery + "&" + rawQuery
+	case rawQuery != "":
+		u.RawQuery = rawQuery
+	}
+	return &u, nil
+}
+
+// hopByHop are the hop-by-hop headers (RFC 9110 section 7.6.1).
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func removeHopByHop(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, sf := range strings.Split(f, ",") {
+			if sf = textproto(sf); sf != "" {
+				h.Del(sf)
+			}
+		}
+	}
+	for _, k := range hopByHop {
+		h.Del(k)
+	}
+}
+
+func textproto(s string) string { return http.CanonicalHeaderKey(strings.TrimSpace(s)) }
+
+// forwarded are the caller's own headers that go upstream unprefixed: the
+// description of the body and content negotiation, conditional and range
+// requests, and trace context.
+var forwarded = []string{"Accept", "Accept-Encoding", "Accept-Language", "Content-Type", "Content-Encoding",
+	"Content-Language", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range",
+	"Range", "User-Agent", "Traceparent", "Tracestate"}
+
+// notForwarded are headers a Nango-Proxy- prefix cannot set: framing and
+// routing belong to the proxy.
+var notForwarded = map[string]bool{"Host": true, "Content-Length": true, "Connection": true,
+	"Proxy-Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
+	"Upgrade": true}
+
+// forwardHeaders builds the upstream headers of a route request: the
+// forwarded ones, then every Nango-Proxy- header without its prefix (which
+// wins). The caller's Authorization, cookies and routing headers are
+// dropped.
+func forwardHeaders(in http.Header, opts Options) http.Header {
+	h := make(http.Header, 8)
+	for _, k := range forwarded {
+		if v, ok := in[k]; ok {
+			h[k] = v
+		}
+	}
+	for k, v := range in {
+		if len(k) <= len(HeaderPrefix) || !strings.EqualFold(k[:len(HeaderPrefix)], HeaderPrefix) {
+			continue
+		}
+		name := http.CanonicalHeaderKey(k[len(HeaderPrefix):])
+		if notForwarded[name] {
+			continue
+		}
+		h[name] = v
+	}
+	if opts.Decompress {
+		h.Set("Accept-Encoding", "gzip, deflate")
+	}
+	return h
+}
+
+// finish applies decompression and the response size limit.
+func (c *call) finish(resp *http.Response) error {
+	if max := c.p.cfg.MaxResponseBody; max > 0 {
+		if resp.ContentLength > max {
+			return errResponseTooLarge
+		}
+		resp.Body = &limitedResponse{r: resp.Body, n: max}
+	}
+	if c.opts.Decompress || (c.target().Provider.Proxy != nil && c.target().Provider.Proxy.Decompress) {
+		enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+		var zr io.ReadCloser
+		switch enc {
+		case "gzip", "x-gzip":
+			zr = &lazyGzip{src: resp.Body}
+		case "deflate":
+			zr = &lazyFlate{src: resp.Body}
+		}
+		if zr != nil {
+			resp.Body = zr
+			resp.Header.Del("Content-Encoding")
+			resp.Header.Del("Content-Length")
+			resp.ContentLength = -1
+			resp.Uncompressed = true
+		}
+	}
+	return nil
+}
+
+type limitedResponse struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (l *limitedResponse) Read(b []byte) (int, error) {
+	if l.n <= 0 { // at the limit: anything more is too much
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, errResponseTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(b)) > l.n {
+		b = b[:l.n]
+	}
+	n, err := l.r.Read(b)
+	l.n -= int64(n)
+	return n, err
+}
+
+func (l *limitedResponse) Close() error { return l.r.Close() }
+
+// lazyGzip opens the gzip stream on first read, so that a malformed header
+// fails the body read (the status and headers are already decided).
+type lazyGzip struct {
+	src io.ReadCloser
+	zr  *gzip.Reader
+}
+
+func (g *lazyGzip) Read(b []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(b)
+}
+
+func (g *lazyGzip) Close() error { return g.src.Close() }
+
+type lazyFlate struct {
+	src io.ReadCloser
+	zr  io.ReadCloser
+}
+
+func (f *lazyFlate) Read(b []byte) (int, error) {
+	if f.zr == nil {
+		zr, err := zlib.NewReader(f.src)
+		if err != nil {
+			return 0, err
+		}
+		f.zr = zr
+	}
+	return f.zr.Read(b)
+}
+
+func (f *lazyFlate) Close() error { return f.src.Close() }
