@@ -111,6 +111,9 @@ func (s *Service) proxyTarget(ctx context.Context, envID int64, key, id string, 
 		}
 		if it.Credentials != nil {
 			t.ClientID, t.ClientSecret = it.Credentials.ClientID, it.Credentials.ClientSecret
+			if p.AuthMode == connections.AuthModeOAuth1 && strings.EqualFold(p.SignatureMethod, "RSA-SHA1") {
+				t.PrivateKey = it.Credentials.PrivateKey
+			}
 		}
 	}
 	s.proxyCache.put(k, t, s.cfg.Now())

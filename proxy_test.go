@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto"
 	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"hash"
@@ -142,6 +147,9 @@ func proxyCatalog(t *testing.T, ts *tokenServer, up *upstream) *integrations.Cat
 			ConnectionConfig: map[string]integrations.FieldSpec{"accountId": {Type: "string", Title: "Account"}},
 			Proxy:            &integrations.Proxy{BaseURL: u}},
 		&integrations.Provider{Name: "px-nobase", DisplayName: "PX No Base", AuthMode: integrations.AuthModeAPIKey, Credentials: apiKey},
+		&integrations.Provider{Name: "px-rsa", DisplayName: "PX OAuth1 RSA", AuthMode: integrations.AuthModeOAuth1, SignatureMethod: "RSA-SHA1",
+			RequestURL: u + "/oauth/request_token", AuthorizationURL: u + "/oauth/authorize", TokenURL: u + "/oauth/access_token",
+			Proxy: &integrations.Proxy{BaseURL: u}},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +198,7 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 		`{"provider":"px-nobase","unique_key":"pxn"}`,
 		`{"provider":"px-app","unique_key":"pxa"}`,
 		`{"provider":"px-tba","unique_key":"pxt"}`,
+		`{"provider":"px-rsa","unique_key":"pxrsa","credentials":{"type":"OAUTH1","client_id":"rsa-consumer","client_secret":"unused","private_key":` + pxRSAPEM() + `}}`,
 	} {
 		pb.mustDo(t, 200, req{method: "POST", path: "/integrations", body: in})
 	}
@@ -199,6 +208,7 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 		`{"provider_config_key":"pxq","connection_id":"conn-1","api_key":"key query&="}`,
 		`{"provider_config_key":"pxb","connection_id":"conn-1","username":"ann","password":"pa:ss"}`,
 		`{"provider_config_key":"px1","connection_id":"conn-1","oauth_token":"tok-1","oauth_token_secret":"tok-secret"}`,
+		`{"provider_config_key":"pxrsa","connection_id":"conn-1","oauth_token":"rsa-tok","oauth_token_secret":"rsa-tok-secret"}`,
 		`{"provider_config_key":"pxcc","connection_id":"conn-1","credentials":{"type":"OAUTH2_CC","token":"cc-token","client_id":"cc-id","client_secret":"cc-secret","expires_at":"2027-01-01T00:00:00Z"}}`,
 		`{"provider_config_key":"pxr","connection_id":"conn-1","api_key":"retry-key"}`,
 		`{"provider_config_key":"pxn","connection_id":"conn-1","api_key":"nobase-key"}`,
@@ -1157,4 +1167,60 @@ func oauth1Signature(h func() hash.Hash, method, baseURL string, params url.Valu
 	mac := hmac.New(h, []byte(pct(consumerSecret)+"&"+pct(tokenSecret)))
 	mac.Write([]byte(base))
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// pxRSAKey is the private key of the px-rsa integration.
+var pxRSAKey = sync.OnceValue(func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+// pxRSAPEM is pxRSAKey in PEM, as a JSON string.
+func pxRSAPEM() string {
+	b, _ := json.Marshal(string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(pxRSAKey())})))
+	return string(b)
+}
+
+// TestProxyOAuth1RSA: a provider that signs with RSA-SHA1 gets requests
+// signed with the integration's private key; the test checks the
+// signature with the public key over its own base string.
+func TestProxyOAuth1RSA(t *testing.T) {
+	t.Parallel()
+	pb := proxySetup(t, &backend{store: memoryStore()})
+	resp, body := pb.call(t, "GET", "/proxy/items?x=1%202", route("pxrsa"), "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("proxy = %d %s", resp.StatusCode, body)
+	}
+	s := pb.up.last()
+	params := map[string]string{}
+	for _, part := range strings.Split(strings.TrimPrefix(s.header.Get("Authorization"), "OAuth "), ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		uv, _ := url.QueryUnescape(strings.Trim(v, `"`))
+		params[k] = uv
+	}
+	if params["oauth_signature_method"] != "RSA-SHA1" || params["oauth_consumer_key"] != "rsa-consumer" || params["oauth_token"] != "rsa-tok" {
+		t.Fatalf("OAuth parameters %v", params)
+	}
+	pct := func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(url.QueryEscape(s), "+", "%20"), "%7E", "~")
+	}
+	pairs := []string{"x=" + pct("1 2")}
+	for k, v := range params {
+		if k != "oauth_signature" && k != "realm" {
+			pairs = append(pairs, pct(k)+"="+pct(v))
+		}
+	}
+	sort.Strings(pairs)
+	base := "GET&" + pct(pb.up.srv.URL+"/items") + "&" + pct(strings.Join(pairs, "&"))
+	sig, err := base64.StdEncoding.DecodeString(params["oauth_signature"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum([]byte(base))
+	if err := rsa.VerifyPKCS1v15(&pxRSAKey().PublicKey, crypto.SHA1, sum[:], sig); err != nil {
+		t.Errorf("RSA-SHA1 signature does not verify: %v", err)
+	}
 }

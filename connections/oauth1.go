@@ -3,6 +3,7 @@ package connections
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -48,23 +49,43 @@ func (ss *Sessions) oauth1Config(ctx context.Context, p *integrations.Provider, 
 	}, nil
 }
 
-// oauth1Signer returns the signer of a signature method.
+// oauth1Signer returns the signer of a signature method for a flow.
 func oauth1Signer(method string, client *oauthClient) (oauth1.Signer, error) {
+	sg, err := OAuth1Signer(method, client.secret, client.privateKey)
+	if errors.Is(err, ErrOAuth1Method) {
+		return nil, flowErr(FlowErrProviderConfig, "The OAuth 1 signature method %q is not supported.", method)
+	}
+	if err != nil {
+		return nil, flowErr(FlowErrProviderConfig, "RSA-SHA1 signatures need the integration's private_key, an RSA key in PEM form.")
+	}
+	return sg, nil
+}
+
+// ErrOAuth1Method: OAuth1Signer does not know the signature method.
+var ErrOAuth1Method = errors.New("connections: unsupported OAuth 1 signature method")
+
+// OAuth1Signer returns the github.com/dghubble/oauth1 signer of an OAuth 1
+// signature method ("" means HMAC-SHA1): HMAC-SHA1 and HMAC-SHA256 with the
+// consumer secret, RSA-SHA1 with privateKeyPEM (the integration's
+// private_key), or PLAINTEXT. An unknown method is ErrOAuth1Method; an
+// RSA-SHA1 signer without a usable RSA key is another error. The flows and
+// the proxy sign with it.
+func OAuth1Signer(method, consumerSecret, privateKeyPEM string) (oauth1.Signer, error) {
 	switch strings.ToUpper(method) {
 	case "", "HMAC-SHA1":
-		return &oauth1.HMACSigner{ConsumerSecret: client.secret}, nil
+		return &oauth1.HMACSigner{ConsumerSecret: consumerSecret}, nil
 	case "HMAC-SHA256":
-		return &oauth1.HMAC256Signer{ConsumerSecret: client.secret}, nil
+		return &oauth1.HMAC256Signer{ConsumerSecret: consumerSecret}, nil
 	case "RSA-SHA1":
-		key, err := parseRSAKey(client.privateKey)
+		key, err := parseRSAKey(privateKeyPEM)
 		if err != nil {
-			return nil, flowErr(FlowErrProviderConfig, "RSA-SHA1 signatures need the integration's private_key, an RSA key in PEM form.")
+			return nil, fmt.Errorf("connections: RSA-SHA1 needs an RSA private key in PEM form: %w", err)
 		}
 		return &oauth1.RSASigner{PrivateKey: key}, nil
 	case "PLAINTEXT":
-		return plaintextSigner{consumerSecret: client.secret}, nil
+		return plaintextSigner{consumerSecret: consumerSecret}, nil
 	}
-	return nil, flowErr(FlowErrProviderConfig, "The OAuth 1 signature method %q is not supported.", method)
+	return nil, ErrOAuth1Method
 }
 
 // plaintextSigner is the PLAINTEXT method of RFC 5849 3.4.4, which

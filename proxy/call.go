@@ -221,13 +221,14 @@ func (p *Proxy) signer(t *Target, cr *connections.Credentials, v integrations.Te
 		method = "HMAC-SHA256"
 		cfg.Realm = strings.ToUpper(strings.ReplaceAll(v.ConnectionConfig["accountId"], "-", "_"))
 	}
-	switch method {
-	case "", "HMAC-SHA1":
-	case "HMAC-SHA256":
-		cfg.Signer = &oauth1.HMAC256Signer{ConsumerSecret: v.ClientSecret}
-	default:
+	sg, err := connections.OAuth1Signer(method, v.ClientSecret, t.PrivateKey)
+	switch {
+	case errors.Is(err, connections.ErrOAuth1Method):
 		return nil, store.Invalid(CodeUnsupportedSigning, fmt.Sprintf("The proxy cannot sign with the OAuth 1 signature method %s.", method))
+	case err != nil:
+		return nil, store.Invalid(CodeUnsupportedSigning, "The integration's private_key is not an RSA key in PEM form: the proxy cannot sign with RSA-SHA1.")
 	}
+	cfg.Signer = sg
 	tr, ok := oauth1.NewClient(context.Background(), cfg, oauth1.NewToken(token, secret)).Transport.(*oauth1.Transport)
 	if !ok {
 		return nil, errors.New("proxy: unexpected oauth1 transport")

@@ -17,7 +17,8 @@
 //
 // The credentials follow the connection's auth mode: Bearer tokens for
 // OAuth 2, app and client-credentials connections, Basic for BASIC, an
-// OAuth 1.0a signature (HMAC-SHA1 or HMAC-SHA256; TBA uses HMAC-SHA256
+// OAuth 1.0a signature (the provider's method: HMAC-SHA1, HMAC-SHA256,
+// RSA-SHA1 with Target.PrivateKey, or PLAINTEXT; TBA uses HMAC-SHA256
 // with the account id as realm), then the provider's header and query
 // templates (API keys). A header the caller sets through Nango-Proxy- wins
 // over an injected one. Credentials go only to the base URL's scheme and

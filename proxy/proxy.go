@@ -55,6 +55,9 @@ type Target struct {
 	Provider     *integrations.Provider
 	ClientID     string
 	ClientSecret string
+	// PrivateKey is the integration's PEM private key, for OAuth 1
+	// providers that sign with RSA-SHA1.
+	PrivateKey string
 
 	injection atomic.Pointer[injection]
 	base      atomic.Pointer[baseResult]
