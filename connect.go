@@ -754,24 +754,18 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, f webhooks.Delivery
 // ErrNotFound.
 func (s *Service) ResendWebhook(ctx context.Context, deliveryID string) error {
 	return s.store.WithTx(ctx, func(ctx context.Context) error {
-		d, err := s.store.GetDelivery(ctx, deliveryID)
-		if errors.Is(err, store.ErrNotFound) {
+		// Requeued atomically: of two concurrent resends, one queues the
+		// delivery and the other finds it pending.
+		d, err := s.store.RequeueDelivery(ctx, deliveryID, s.cfg.Now().UTC().Truncate(time.Microsecond))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
 			return store.NotFound("webhook_delivery_not_found", "No webhook delivery %q.", deliveryID)
-		}
-		if err != nil {
-			return err
-		}
-		if d.Status == webhooks.StatusPending {
+		case errors.Is(err, store.ErrConflict):
 			return store.Conflict("webhook_delivery_pending", "Webhook delivery %q is still pending.", deliveryID)
+		case err != nil:
+			return err
 		}
 		previous := d.Status
-		d.Status = webhooks.StatusPending
-		d.Attempts = 0
-		d.DeliveredAt = nil
-		d.UpdatedAt = s.cfg.Now().UTC().Truncate(time.Microsecond)
-		if err := s.store.UpdateDelivery(ctx, d); err != nil {
-			return err
-		}
 		if err := s.scheduler.Enqueue(ctx, webhooks.NewJob(d.ID)); err != nil {
 			return fmt.Errorf("connect: enqueue webhook delivery: %w", err)
 		}

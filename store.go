@@ -21,4 +21,5 @@ type Store interface {
 	connections.SessionStore
 	oplog.Store
 	webhooks.Store
+	webhooks.Requeuer
 }

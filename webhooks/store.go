@@ -67,6 +67,17 @@ type Store interface {
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
 }
 
+// Requeuer is the part of a Store that resends deliveries
+// (connect.Service.ResendWebhook).
+type Requeuer interface {
+	// RequeueDelivery makes a delivery that is not pending pending again,
+	// atomically (of concurrent calls, one wins): Status pending, Attempts
+	// 0, no LastStatusCode, LastError or DeliveredAt, UpdatedAt at. It
+	// returns the delivery as it was before. A pending delivery is
+	// ErrConflict; a missing one ErrNotFound.
+	RequeueDelivery(ctx context.Context, id string, at time.Time) (*Delivery, error)
+}
+
 // DeliveriesGetter is an optional interface of a Store: it reads several
 // deliveries in one round trip. The Deliverer coalesces the reads of
 // concurrent delivery jobs into one call when the Store has it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
@@ -97,6 +98,28 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 	c.DeliveredAt = copyTime(d.DeliveredAt)
 	s.d.deliveries[c.ID] = c
 	return nil
+}
+
+// RequeueDelivery makes a delivery that is not pending pending again and
+// returns it as it was.
+func (s *Store) RequeueDelivery(ctx context.Context, id string, at time.Time) (*webhooks.Delivery, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	old, ok := s.d.deliveries[id]
+	if !ok {
+		return nil, fmt.Errorf("webhook delivery %q: %w", id, store.ErrNotFound)
+	}
+	if old.Status == webhooks.StatusPending {
+		return nil, fmt.Errorf("webhook delivery %q is pending: %w", id, store.ErrConflict)
+	}
+	c := copyDelivery(old)
+	c.Status, c.Attempts, c.LastStatusCode, c.LastError, c.DeliveredAt = webhooks.StatusPending, 0, 0, "", nil
+	c.UpdatedAt = at
+	s.d.deliveries[id] = c
+	return copyDelivery(old), nil
 }
 
 // ListDeliveries returns the deliveries matching f, newest first (by

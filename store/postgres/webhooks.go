@@ -126,6 +126,19 @@ var (
 		FROM a WHERE a.id IN (SELECT id FROM u)
 		ON CONFLICT DO NOTHING)
 	SELECT id FROM u`)
+	// qRequeueDelivery returns the row as it was: the outer SELECT reads
+	// the snapshot from before the UPDATE, and the row lock of the UPDATE
+	// makes a concurrent requeue wait and then see a pending row.
+	qRequeueDelivery = newQuery(`
+	WITH old AS (
+		SELECT id, status FROM {s}.webhook_deliveries WHERE id = $1 FOR UPDATE
+	), upd AS (
+		UPDATE {s}.webhook_deliveries d
+		SET status = 'pending', attempts = 0, last_status_code = 0, last_error = '', delivered_at = NULL, updated_at = $2
+		FROM old WHERE d.id = old.id AND old.status <> 'pending'
+		RETURNING d.id
+	)
+	SELECT old.status, (SELECT count(*) FROM upd) FROM old`)
 	qUpdateDelivery = newQuery(`
 	UPDATE {s}.webhook_deliveries
 	SET status = $2, attempts = $3, last_status_code = $4, last_error = $5, updated_at = $6,
@@ -234,6 +247,33 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (*webhooks.Delivery,
 		return nil, dbErr(ctx, "get webhook delivery", err, nil)
 	}
 	return r.delivery(), nil
+}
+
+// RequeueDelivery makes a delivery that is not pending pending again and
+// returns it as it was before; of concurrent calls, one wins.
+func (s *Store) RequeueDelivery(ctx context.Context, id string, at time.Time) (*webhooks.Delivery, error) {
+	var out *webhooks.Delivery
+	err := s.WithTx(ctx, func(ctx context.Context) error {
+		before, err := s.GetDelivery(ctx, id)
+		if err != nil {
+			return err
+		}
+		var status string
+		var n int
+		if err := s.ext(ctx).QueryRowxContext(ctx, s.text(qRequeueDelivery), id, at.UTC()).Scan(&status, &n); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("webhook delivery %q", id)
+			}
+			return dbErr(ctx, "requeue webhook delivery", err, nil)
+		}
+		if n == 0 {
+			return fmt.Errorf("webhook delivery %q is pending: %w", id, store.ErrConflict)
+		}
+		before.Status = status
+		out = before
+		return nil
+	})
+	return out, err
 }
 
 // UpdateDelivery replaces Status, Attempts, LastStatusCode, LastError,

@@ -24,6 +24,7 @@ type Store interface {
 	connections.SessionStore
 	oplog.Store
 	webhooks.Store
+	webhooks.Requeuer
 }
 
 type test struct {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -19,6 +20,7 @@ var deliveryTests = []test{
 	{"ExactBody", testDeliveryExactBody},
 	{"Copies", testDeliveryCopies},
 	{"Tx", testDeliveryTx},
+	{"Requeue", testDeliveryRequeue},
 }
 
 func newDeliveryValue(env int64, id string, created int) *webhooks.Delivery {
@@ -317,4 +319,54 @@ func testDeliveryTx(t *testing.T, s Store) {
 	}))
 	_, err = s.GetDelivery(ctx, "committed")
 	must(t, err)
+}
+
+// testDeliveryRequeue: RequeueDelivery resets a failed delivery to pending
+// and returns it as it was; a pending one is ErrConflict, a missing one
+// ErrNotFound; of concurrent requeues exactly one wins.
+func testDeliveryRequeue(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	d := newDeliveryValue(env.ID, "d1", 0)
+	must(t, s.CreateDeliveries(ctx, d))
+	_, err := s.RequeueDelivery(ctx, "d1", at(1))
+	wantErr(t, "RequeueDelivery(pending)", err, store.ErrConflict)
+	_, err = s.RequeueDelivery(ctx, "nope", at(1))
+	wantErr(t, "RequeueDelivery(missing)", err, store.ErrNotFound)
+
+	failed := *d
+	failed.Status, failed.Attempts, failed.LastStatusCode, failed.LastError, failed.UpdatedAt = webhooks.StatusFailed, 3, 500, "HTTP 500", at(2)
+	must(t, s.UpdateDelivery(ctx, &failed))
+	was, err := s.RequeueDelivery(ctx, "d1", at(3))
+	must(t, err)
+	diff(t, "RequeueDelivery result", &failed, was)
+	got, err := s.GetDelivery(ctx, "d1")
+	must(t, err)
+	want := *d
+	want.UpdatedAt = at(3)
+	diff(t, "requeued delivery", &want, got)
+
+	// Concurrent requeues of a failed delivery: one wins.
+	must(t, s.UpdateDelivery(ctx, &failed))
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := s.RequeueDelivery(ctx, "d1", at(4))
+			errs <- err
+		}()
+	}
+	won := 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case errors.Is(err, store.ErrConflict):
+		default:
+			t.Errorf("concurrent RequeueDelivery: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d concurrent requeues won, want 1", won, n)
+	}
 }
