@@ -425,7 +425,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("connect: Service already started")
 	}
+	if err := s.deliverer.Start(ctx); err != nil {
+		return fmt.Errorf("connect: start webhook delivery: %w", err)
+	}
 	if err := s.scheduler.Start(ctx); err != nil {
+		_ = s.deliverer.Stop(ctx)
 		return fmt.Errorf("connect: start scheduler: %w", err)
 	}
 	s.started = true
@@ -520,8 +524,15 @@ func (s *Service) Stop(ctx context.Context) error {
 		}
 		s.stopSweeps, s.sweepsDone = nil, nil
 	}
+	// Webhook delivery first: it stops claiming at once and its attempts
+	// in flight end (or are cut short) within ctx, while the delivery jobs
+	// the scheduler may still be running only kick it, and return.
+	derr := s.deliverer.Stop(ctx)
 	if err := s.scheduler.Stop(ctx); err != nil {
-		return fmt.Errorf("connect: stop scheduler: %w", err)
+		return errors.Join(derr, fmt.Errorf("connect: stop scheduler: %w", err))
+	}
+	if derr != nil {
+		return fmt.Errorf("connect: stop webhook delivery: %w", derr)
 	}
 	return nil
 }
@@ -694,6 +705,7 @@ func (s *Service) setupWebhooks() error {
 		SigningKey: s.webhookSigningKey,
 		Log:        s.log,
 		Transactor: cfg.Store,
+		Logger:     cfg.Logger,
 		Now:        cfg.Now,
 	})
 	if err := s.scheduler.Register(webhooks.JobKind, s.deliverer.Handle); err != nil {
@@ -766,7 +778,7 @@ func (s *Service) ResendWebhook(ctx context.Context, deliveryID string) error {
 			return err
 		}
 		previous := d.Status
-		if err := s.scheduler.Enqueue(ctx, webhooks.NewJob(d.ID)); err != nil {
+		if err := s.scheduler.Enqueue(ctx, webhooks.NewJob()); err != nil {
 			return fmt.Errorf("connect: enqueue webhook delivery: %w", err)
 		}
 		_, err = s.log.Record(ctx, &oplog.Entry{

@@ -32,7 +32,7 @@ func instance(t *testing.T, b *backend, workers int) *connect.Service {
 		t.Fatal(err)
 	}
 	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, Scheduler: sched,
-		Webhooks: webhooks.DeliveryConfig{Backoff: 5 * time.Millisecond, Timeout: 5 * time.Second}})
+		Webhooks: webhooks.DeliveryConfig{Backoff: 5 * time.Millisecond, Timeout: 5 * time.Second, Concurrency: workers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,5 +197,52 @@ func TestWebhooksTwoInstancesDeliverOnce(t *testing.T) {
 		if k != 1 {
 			t.Errorf("delivery %s arrived %d times", id, k)
 		}
+	}
+}
+
+// TestWebhooksDeadInstanceLease: deliveries claimed by a process that died
+// (its claim is in the outbox, nobody works it) are not sent by another
+// instance while the claim's lease lasts, and are sent, once each, when it
+// ends.
+func TestWebhooksDeadInstanceLease(t *testing.T) {
+	t.Parallel()
+	rc := newCountingReceiver(t, time.Millisecond)
+	b, env := clusterSetup(t, rc.srv.URL)
+	a := instance(t, b, 4)
+	const n = 10
+	notifyN(t, a, env, n)
+	st, err := postgres.New(b.db, &postgres.Options{Schema: b.schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	const lease = 2 * time.Second
+	claimed, err := st.ClaimDeliveries(context.Background(), now, 100, now.Add(lease))
+	if err != nil || len(claimed) != n {
+		t.Fatalf("the dead instance claimed %d deliveries, %v; want %d", len(claimed), err, n)
+	}
+	// a never starts: it died holding the claims. Another instance starts.
+	c := instance(t, b, 4)
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Stop(ctx)
+	})
+	time.Sleep(lease / 2)
+	if _, total := rc.snapshot(); total != 0 {
+		t.Fatalf("%d webhooks sent while the dead instance's lease lasted", total)
+	}
+	got := rc.waitFor(t, n)
+	if elapsed := time.Since(now); elapsed < lease {
+		t.Errorf("delivered %s after the claim, before its lease of %s ended", elapsed, lease)
+	}
+	time.Sleep(200 * time.Millisecond)
+	got, total := rc.snapshot()
+	if total != n || len(got) != n {
+		t.Errorf("receiver got %d requests for %d webhooks (%d distinct)", total, n, len(got))
 	}
 }

@@ -19,6 +19,13 @@ type Job struct {
 	MaxAttempts int
 	// RunAt delays the first run; zero means now.
 	RunAt time.Time
+	// UniqueKey, when set, makes the job unique among the jobs of its
+	// Kind with the same UniqueKey that wait to run or are running:
+	// enqueueing it while such a job exists adds nothing (and is no
+	// error). A job that has completed, failed for good or been cancelled
+	// no longer counts. Use it for jobs that only say "there is work", of
+	// which one waiting is enough.
+	UniqueKey string
 }
 
 // DefaultMaxAttempts is the number of runs of a job whose handler keeps

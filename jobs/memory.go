@@ -96,8 +96,10 @@ type Memory struct {
 	handlers map[string]Handler
 	queue    []*memJob // waiting jobs, ordered by runAt then seq
 	running  int       // jobs whose handler has not returned
-	lastSeq  int64
-	started  bool
+	// uniques holds the unique keys of the jobs queued or running.
+	uniques map[string]bool
+	lastSeq int64
+	started bool
 	// changed is closed, and replaced, whenever queue or running changes.
 	changed chan struct{}
 	// wake asks the dispatcher to look at the queue again; buffered (1).
@@ -121,6 +123,7 @@ type memJob struct {
 	maxAttempts int
 	attempt     int // attempts counted so far
 	runAt       time.Time
+	unique      string // Kind and UniqueKey; empty when not unique
 }
 
 // NewMemory returns a Memory scheduler with opts applied.
@@ -133,6 +136,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		grace:    cmp.Or(max(opts.CancelGrace, 0), DefaultCancelGrace),
 		logger:   opts.Logger,
 		handlers: map[string]Handler{},
+		uniques:  map[string]bool{},
 		changed:  make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
@@ -191,11 +195,20 @@ func (m *Memory) Enqueue(ctx context.Context, jobs ...Job) error {
 			maxAttempts: cmp.Or(j.MaxAttempts, DefaultMaxAttempts),
 			runAt:       j.RunAt,
 		}
+		if j.UniqueKey != "" {
+			queued[i].unique = j.Kind + "\x00" + j.UniqueKey
+		}
 	}
 	insert := func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		for _, j := range queued {
+			if j.unique != "" {
+				if m.uniques[j.unique] {
+					continue
+				}
+				m.uniques[j.unique] = true
+			}
 			m.lastSeq++
 			j.seq = m.lastSeq
 			j.id = strconv.FormatInt(j.seq, 10)
@@ -331,14 +344,21 @@ func (m *Memory) run(ctx context.Context, h Handler, j *memJob) {
 	defer m.changedLocked()
 	now := m.now()
 	d, snoozed := SnoozeDuration(err)
+	ended := func() {
+		if j.unique != "" {
+			delete(m.uniques, j.unique)
+		}
+	}
 	switch {
 	case err == nil:
+		ended()
 		return
 	case snoozed:
 		j.attempt--
 		j.runAt = now.Add(max(d, 0))
 	case IsCancel(err):
 		m.logger.Warn("jobs: job cancelled", "kind", j.kind, "id", j.id, "attempt", j.attempt, "error", err)
+		ended()
 		return
 	case ctx.Err() != nil:
 		// Stop cancelled it: run it again after the next Start, without
@@ -347,6 +367,7 @@ func (m *Memory) run(ctx context.Context, h Handler, j *memJob) {
 		j.runAt = now
 	case j.attempt >= j.maxAttempts:
 		m.logger.Error("jobs: job failed; no attempts left", "kind", j.kind, "id", j.id, "attempt", j.attempt, "error", err)
+		ended()
 		return
 	default:
 		delay := max(m.backoff(j.attempt), 0)

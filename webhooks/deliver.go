@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/embedauth/connect/internal/batch"
@@ -22,7 +24,7 @@ import (
 
 // DeliveryConfig tunes webhook delivery. The zero value gives the documented
 // defaults: 3 attempts (the first and 2 retries), 100 ms then 200 ms apart,
-// 20 s each.
+// 20 s each, 64 at once per process.
 type DeliveryConfig struct {
 	// Retries is the number of attempts after the first. 0 means 2;
 	// negative means none.
@@ -38,6 +40,22 @@ type DeliveryConfig struct {
 	// MaxRetryAfter caps the wait asked for by a 429 or 503 response's
 	// Retry-After header. Defaults to 10 minutes.
 	MaxRetryAfter time.Duration
+	// Concurrency is the number of deliveries one process attempts at
+	// once. Defaults to 64.
+	Concurrency int
+	// Lease is how long the deliveries a process claimed stay its own:
+	// when it dies, another process takes them over once the lease ends.
+	// An attempt of a claimed delivery starts within 2·Timeout of the
+	// claim and lasts at most Timeout, so Lease must exceed three times
+	// Timeout (otherwise another process could attempt a delivery that is
+	// still being attempted). Defaults to 3·Timeout plus 1 minute.
+	Lease time.Duration
+	// PollInterval is how often a started Deliverer looks for due
+	// deliveries that no job announced: those that another process left
+	// when it died, those whose job was skipped because an equal job was
+	// just finishing, and retries scheduled by another process. Defaults
+	// to 1 second; each look is one indexed query.
+	PollInterval time.Duration
 	// Client sends the POSTs. Defaults to a client that follows no
 	// redirects (a redirect is a failed attempt). Timeout applies to every
 	// client.
@@ -51,11 +69,11 @@ const (
 	DefaultMultiplier    = 2
 	DefaultTimeout       = 20 * time.Second
 	DefaultMaxRetryAfter = 10 * time.Minute
+	DefaultConcurrency   = 64
+	DefaultPollInterval  = time.Second
+	// leaseMargin is added to three times Timeout for the default Lease.
+	leaseMargin = time.Minute
 )
-
-// snoozeAbove is the longest wait the delivery job sleeps through; a longer
-// one ends the run with jobs.Snooze, so that no worker sleeps long.
-const snoozeAbove = 2 * time.Second
 
 // excerptBytes caps the response body kept in the operations log.
 const excerptBytes = 256
@@ -74,6 +92,15 @@ func (c DeliveryConfig) withDefaults() DeliveryConfig {
 	if c.MaxRetryAfter <= 0 {
 		c.MaxRetryAfter = DefaultMaxRetryAfter
 	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Lease <= 0 {
+		c.Lease = 3*c.Timeout + leaseMargin
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = DefaultPollInterval
+	}
 	if c.Client == nil {
 		c.Client = defaultClient()
 	}
@@ -82,7 +109,7 @@ func (c DeliveryConfig) withDefaults() DeliveryConfig {
 
 // idleConnsPerHost is how many idle connections the default client keeps to
 // one receiver. Most deliveries go to an environment's one or two URLs, from
-// many workers at once: net/http's default of 2 would close and reopen a
+// many lanes at once: net/http's default of 2 would close and reopen a
 // connection for nearly every delivery.
 const idleConnsPerHost = 256
 
@@ -110,6 +137,15 @@ func (c DeliveryConfig) Validate() error {
 		return errors.New("webhooks: DeliveryConfig.Timeout must not be negative")
 	case c.MaxRetryAfter < 0:
 		return errors.New("webhooks: DeliveryConfig.MaxRetryAfter must not be negative")
+	case c.Concurrency < 0:
+		return errors.New("webhooks: DeliveryConfig.Concurrency must not be negative")
+	case c.PollInterval < 0:
+		return errors.New("webhooks: DeliveryConfig.PollInterval must not be negative")
+	case c.Lease < 0:
+		return errors.New("webhooks: DeliveryConfig.Lease must not be negative")
+	}
+	if d := c.withDefaults(); c.Lease > 0 && d.Lease <= 3*d.Timeout {
+		return fmt.Errorf("webhooks: DeliveryConfig.Lease (%s) must exceed three times Timeout (%s)", d.Lease, d.Timeout)
 	}
 	return nil
 }
@@ -143,9 +179,10 @@ type SigningKeyFunc func(ctx context.Context, environmentID int64) (string, erro
 // DelivererConfig gives a Deliverer its parts. connect.New builds one from
 // the Service's.
 type DelivererConfig struct {
-	// Delivery tunes retries, timeouts and the HTTP client.
+	// Delivery tunes retries, timeouts, concurrency and the HTTP client.
 	Delivery DeliveryConfig
-	// Store reads and updates the deliveries. Required.
+	// Store holds the outbox: the Deliverer claims due deliveries from it
+	// and records each attempt. Required.
 	Store Store
 	// SigningKey opens an environment's signing key. Required.
 	SigningKey SigningKeyFunc
@@ -154,27 +191,62 @@ type DelivererConfig struct {
 	// Transactor, when set, stores each attempt's outcome and its log
 	// entry atomically. Optional.
 	Transactor store.Transactor
+	// Logger receives the errors of background delivery (a store that
+	// fails). Defaults to discarding them.
+	Logger *slog.Logger
 	// Now stamps attempts (X-Svc-Timestamp) and records. Defaults to
-	// time.Now.
+	// time.Now. Which deliveries are due, and when retries fall due, is
+	// always decided by the real clock, so that a test may freeze Now.
 	Now func() time.Time
 }
 
-// Deliverer runs delivery jobs: its Handle is the handler of JobKind.
+// Deliverer delivers the webhooks of the outbox. Started, it works in the
+// background: it claims due deliveries from the Store in batches and
+// attempts up to Concurrency of them at once, each POST in its own lane;
+// it looks whenever a delivery job runs (its Handle, the handler of
+// JobKind), every PollInterval, and when a retry it scheduled falls due.
+// Several processes on one database share the outbox: a claim gives each
+// delivery to one of them for the claim's lease.
 type Deliverer struct {
 	cfg        DeliveryConfig
 	store      Store
 	signingKey SigningKeyFunc
 	log        *oplog.Writer
 	tx         store.Transactor
+	logger     *slog.Logger
 	now        func() time.Time
-	// reads and records coalesce the store calls of concurrent jobs, when
-	// the Store has DeliveriesGetter and AttemptRecorder; nil otherwise.
-	reads   *batch.Batcher[string, *Delivery]
+	// records coalesces the outcomes of concurrent attempts into one store
+	// call at a time when the Store is an AttemptRecorder; nil otherwise.
+	// (One stream of large batches measured faster than several of small
+	// ones: each statement costs more than its rows.)
 	records *batch.Batcher[Attempt, struct{}]
+	// kick asks the background loop to look for due deliveries; buffered
+	// (1), so that kicks coalesce.
+	kick chan struct{}
+
+	mu sync.Mutex
+	// retryAt is the earliest retry that an attempt of this process
+	// scheduled since the loop last looked; zero when none. Guarded by mu.
+	retryAt time.Time
+	// run is the background loop while started; nil otherwise. Guarded by
+	// mu.
+	run *loopState
 }
 
-// maxBatch caps the deliveries read, or the attempts recorded, in one
-// statement.
+// loopState is one run of the background loop, from Start to Stop.
+type loopState struct {
+	// claim ends claiming (Stop); attempts in flight go on.
+	claim context.Context
+	// stopClaiming cancels claim.
+	stopClaiming context.CancelFunc
+	// cancelAttempts cuts the attempts in flight short (Stop, once its
+	// context ends).
+	cancelAttempts context.CancelFunc
+	attempts       context.Context
+	done           chan struct{}
+}
+
+// maxBatch caps the attempts recorded in one statement.
 const maxBatch = 500
 
 // NewDeliverer returns a Deliverer.
@@ -182,80 +254,256 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &Deliverer{cfg: cfg.Delivery.withDefaults(), store: cfg.Store, signingKey: cfg.SigningKey, log: cfg.Log,
-		tx: cfg.Transactor, now: cfg.Now}
-	if g, ok := cfg.Store.(DeliveriesGetter); ok {
-		d.reads = &batch.Batcher[string, *Delivery]{Max: maxBatch, Do: func(ctx context.Context, ids []string) ([]*Delivery, error) {
-			found, err := g.GetDeliveries(ctx, ids)
-			if err != nil {
-				return nil, err
-			}
-			byID := make(map[string]*Delivery, len(found))
-			for _, del := range found {
-				byID[del.ID] = del
-			}
-			out := make([]*Delivery, len(ids))
-			for i, id := range ids {
-				out[i] = byID[id] // nil when missing
-			}
-			return out, nil
-		}}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	d := &Deliverer{cfg: cfg.Delivery.withDefaults(), store: cfg.Store, signingKey: cfg.SigningKey, log: cfg.Log,
+		tx: cfg.Transactor, logger: cfg.Logger, now: cfg.Now, kick: make(chan struct{}, 1)}
 	if r, ok := cfg.Store.(AttemptRecorder); ok && cfg.Log != nil {
-		d.records = &batch.Batcher[Attempt, struct{}]{Max: maxBatch, Do: func(ctx context.Context, as []Attempt) ([]struct{}, error) {
+		do := func(ctx context.Context, as []Attempt) ([]struct{}, error) {
 			if err := r.RecordAttempts(ctx, as); err != nil {
 				return nil, err
 			}
 			return make([]struct{}, len(as)), nil
-		}}
+		}
+		d.records = &batch.Batcher[Attempt, struct{}]{Max: maxBatch, Do: do}
 	}
 	return d
 }
 
-// get reads a delivery, in a batch with those of concurrent jobs when the
-// Store allows.
-func (d *Deliverer) get(ctx context.Context, id string) (*Delivery, error) {
-	if d.reads == nil {
-		return d.store.GetDelivery(ctx, id)
-	}
-	del, err := d.reads.Call(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if del == nil {
-		return nil, fmt.Errorf("webhook delivery %q: %w", id, store.ErrNotFound)
-	}
-	return del, nil
-}
-
-// Handle delivers the delivery named by the job's args. It POSTs the body
-// until the receiver answers 2xx or the attempts (1 + Retries, counted in
-// Delivery.Attempts across runs) are used up; then the delivery is
-// delivered or failed and Handle returns nil. Between attempts it sleeps
-// the backoff, or what a 429's Retry-After asks; a wait longer than 2 s
-// ends the run with jobs.Snooze instead. When ctx ends it returns ctx's
-// error: the scheduler runs the job again later and it goes on from the
-// stored attempt count.
+// Handle is the handler of JobKind jobs: it asks the background loop of a
+// started Deliverer to deliver what is due, and returns at once. The
+// deliveries themselves are in the Store; the job, inserted in the
+// transaction that stored them, only says that there is work.
 func (d *Deliverer) Handle(ctx context.Context, run *jobs.Run) error {
-	var args JobArgs
-	if err := json.Unmarshal(run.Args, &args); err != nil || args.DeliveryID == "" {
+	if len(run.Args) > 0 && !json.Valid(run.Args) {
 		return jobs.Cancel(fmt.Errorf("webhooks: bad args of %s job: %q", JobKind, run.Args))
 	}
-	del, err := d.get(ctx, args.DeliveryID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil // deleted, or its transaction rolled back
+	d.Kick()
+	return nil
+}
+
+// Kick asks the background loop of a started Deliverer to look for due
+// deliveries now. It never blocks; kicks made while the loop is busy make it
+// look once more when it is done.
+func (d *Deliverer) Kick() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
 	}
-	if err != nil {
+}
+
+// Start starts delivering in the background until Stop: at once, on every
+// Kick (every delivery job), every PollInterval, and when a retry falls due.
+// ctx's values reach the attempts; ending it does not stop the Deliverer.
+func (d *Deliverer) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.run != nil {
+		return errors.New("webhooks: Deliverer already started")
+	}
+	base := context.WithoutCancel(ctx)
+	ls := &loopState{done: make(chan struct{})}
+	ls.claim, ls.stopClaiming = context.WithCancel(base)
+	ls.attempts, ls.cancelAttempts = context.WithCancel(base)
+	d.run = ls
+	go d.loop(ls)
+	d.Kick()
+	return nil
+}
+
+// Stop stops claiming deliveries and waits for the attempts in flight to
+// end. When ctx ends first, it cuts them short: a cut attempt does not count
+// and its delivery is due again at once, for this process after the next
+// Start or for another process. Stop on a stopped Deliverer returns nil.
+func (d *Deliverer) Stop(ctx context.Context) error {
+	d.mu.Lock()
+	ls := d.run
+	d.run = nil
+	d.mu.Unlock()
+	if ls == nil {
+		return nil
+	}
+	ls.stopClaiming()
+	select {
+	case <-ls.done:
+		ls.cancelAttempts()
+		return nil
+	case <-ctx.Done():
+	}
+	ls.cancelAttempts()
+	// A cut attempt returns at once; releasing its delivery is one short
+	// write.
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case <-ls.done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("webhooks: Stop: deliveries still in flight %s after they were cut short: %w", stopGrace, ctx.Err())
+	}
+}
+
+// keyRetry is how long a delivery waits when its signing key could not be
+// read.
+const keyRetry = time.Second
+
+// stopGrace is how long Stop waits for cut attempts to return.
+const stopGrace = 10 * time.Second
+
+// loop is the background loop: it drains the outbox whenever asked, on
+// every tick, and when a retry this process scheduled falls due.
+func (d *Deliverer) loop(ls *loopState) {
+	defer close(ls.done)
+	tick := time.NewTicker(d.cfg.PollInterval)
+	defer tick.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	for {
+		select {
+		case <-ls.claim.Done():
+			return
+		case <-d.kick:
+		case <-tick.C:
+		case <-retry.C:
+		}
+		if err := d.drain(ls.claim, ls.attempts); err != nil && ls.claim.Err() == nil {
+			d.logger.Error("webhooks: delivering from the outbox failed; will look again", "err", err)
+		}
+		d.mu.Lock()
+		at := d.retryAt
+		d.retryAt = time.Time{}
+		d.mu.Unlock()
+		if !at.IsZero() {
+			retry.Reset(max(time.Until(at), 0))
+		}
+	}
+}
+
+// DeliverDue delivers every delivery that is due now, from this process, and
+// returns once none is due: deliveries whose attempt failed and wait for a
+// retry stay pending, due later. Start does this in the background; tests
+// and tools may call it directly. When ctx ends it stops claiming and cuts
+// the attempts in flight short (they do not count).
+func (d *Deliverer) DeliverDue(ctx context.Context) error {
+	return d.drain(ctx, ctx)
+}
+
+// drain claims due deliveries, in batches of Concurrency, and attempts them
+// in up to Concurrency lanes, until a claim finds none or claim ends. The
+// attempts run with the context attempts. One batch is claimed ahead, while
+// the lanes work on the one before. So a claimed delivery waits for a lane
+// for at most 2·Timeout (the batch before it, then a lane), and its attempt
+// ends within 3·Timeout of the claim: the default Lease leaves a minute
+// more.
+func (d *Deliverer) drain(claim, attempts context.Context) error {
+	var (
+		work  chan *Delivery
+		lanes sync.WaitGroup
+	)
+	defer func() {
+		if work != nil {
+			close(work)
+			lanes.Wait()
+		}
+	}()
+	batches := make(chan []*Delivery, 1)
+	errc := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(batches)
+		for claim.Err() == nil {
+			now := schedNow()
+			ds, err := d.store.ClaimDeliveries(attempts, now, d.cfg.Concurrency, now.Add(d.cfg.Lease))
+			if err != nil {
+				errc <- fmt.Errorf("webhooks: claim due deliveries: %w", err)
+				return
+			}
+			if len(ds) == 0 {
+				return
+			}
+			select {
+			case batches <- ds:
+			case <-stop:
+				d.release(attempts, ds)
+				return
+			}
+		}
+	}()
+	for ds := range batches {
+		if work == nil {
+			work = make(chan *Delivery)
+			for range d.cfg.Concurrency {
+				lanes.Go(func() {
+					for del := range work {
+						d.deliver(attempts, del)
+					}
+				})
+			}
+		}
+		for i, del := range ds {
+			select {
+			case work <- del:
+			case <-claim.Done():
+				d.release(attempts, ds[i:])
+				// The claimer stops too; release what it claimed ahead.
+				for rest := range batches {
+					d.release(attempts, rest)
+				}
+				return nil
+			}
+		}
+	}
+	select {
+	case err := <-errc:
 		return err
+	default:
+		return nil
 	}
+}
+
+// release makes claimed deliveries that were not attempted due again at
+// once.
+func (d *Deliverer) release(ctx context.Context, ds []*Delivery) {
+	d.releaseAt(ctx, ds, schedNow())
+}
+
+// releaseAt makes claimed deliveries that were not attempted due again at
+// the time at.
+func (d *Deliverer) releaseAt(ctx context.Context, ds []*Delivery, at time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for _, del := range ds {
+		del.NextAttemptAt = at
+		if err := d.store.UpdateDelivery(ctx, del); err != nil && !errors.Is(err, store.ErrNotFound) {
+			// The lease ends it anyway.
+			d.logger.Error("webhooks: releasing a claimed delivery failed", "delivery_id", del.ID, "err", err)
+		}
+	}
+}
+
+// deliver makes one attempt of a claimed delivery and records its outcome:
+// delivered, failed (no attempts left), or pending and due after the
+// backoff, or what a 429's Retry-After asks. An attempt that ctx cuts short
+// does not count: the delivery is released, due again at once.
+func (d *Deliverer) deliver(ctx context.Context, del *Delivery) {
+	if err := d.deliverOnce(ctx, del); err != nil && ctx.Err() == nil {
+		d.logger.Error("webhooks: recording a delivery attempt failed", "delivery_id", del.ID, "err", err)
+	}
+}
+
+func (d *Deliverer) deliverOnce(ctx context.Context, del *Delivery) error {
 	if del.Status != StatusPending {
 		return nil
 	}
 	budget := 1 + d.cfg.Retries
 	if del.Attempts >= budget {
+		// The budget shrank since it was queued.
 		del.Status = StatusFailed
 		del.UpdatedAt = d.stamp()
-		return d.store.UpdateDelivery(ctx, del)
+		return d.update(ctx, del)
 	}
 	key, err := d.signingKey(ctx, del.EnvironmentID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -263,64 +511,73 @@ func (d *Deliverer) Handle(ctx context.Context, run *jobs.Run) error {
 		del.Status = StatusFailed
 		del.LastError = "environment not found"
 		del.UpdatedAt = d.stamp()
-		return d.store.UpdateDelivery(ctx, del)
+		return d.update(ctx, del)
 	}
 	if err != nil {
+		// The store failed: try again later (not at once, which the drain
+		// would do in a loop), without counting an attempt.
+		d.releaseAt(ctx, []*Delivery{del}, schedNow().Add(keyRetry))
 		return err
 	}
-	for {
-		res := d.attempt(ctx, del, key)
-		if err := ctx.Err(); err != nil {
-			if !res.ok {
-				// Stopping: this attempt was cut short and does not
-				// count; the job runs again later.
-				return err
-			}
-			// Delivered just as the service stops: record it anyway so
-			// that it is not sent again.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			ctx = sctx
-		}
-		del.Attempts++
-		del.LastStatusCode = res.status
-		del.LastError = res.errText
-		del.UpdatedAt = d.stamp()
-		switch {
-		case res.ok:
-			del.Status = StatusDelivered
-			del.LastError = ""
-			at := del.UpdatedAt
-			del.DeliveredAt = &at
-		case del.Attempts >= budget:
-			del.Status = StatusFailed
-		}
-		// Persist, with the log entry, before sleeping, so that the count
-		// survives a restart.
-		if err := d.save(ctx, del, res, budget); err != nil {
-			return err
-		}
-		if del.Status != StatusPending {
+	res := d.attempt(ctx, del, key)
+	if ctx.Err() != nil {
+		if !res.ok {
+			// Stopping: this attempt was cut short and does not count.
+			d.release(ctx, []*Delivery{del})
 			return nil
 		}
+		// Delivered just as the service stops: record it anyway so that
+		// it is not sent again.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		ctx = sctx
+	}
+	del.Attempts++
+	del.LastStatusCode = res.status
+	del.LastError = res.errText
+	del.UpdatedAt = d.stamp()
+	switch {
+	case res.ok:
+		del.Status = StatusDelivered
+		del.LastError = ""
+		at := del.UpdatedAt
+		del.DeliveredAt = &at
+	case del.Attempts >= budget:
+		del.Status = StatusFailed
+	default:
 		wait := d.cfg.wait(del.Attempts)
 		if res.retryAfter >= 0 {
 			wait = min(res.retryAfter, d.cfg.MaxRetryAfter)
 		}
-		if wait > snoozeAbove {
-			return jobs.Snooze(wait)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+		del.NextAttemptAt = schedNow().Add(wait)
 	}
+	if err := d.save(ctx, del, res, budget); err != nil {
+		return err
+	}
+	if del.Status == StatusPending {
+		d.mu.Lock()
+		if d.retryAt.IsZero() || del.NextAttemptAt.Before(d.retryAt) {
+			d.retryAt = del.NextAttemptAt
+		}
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// update stores a delivery's new state, ignoring one deleted meanwhile (its
+// environment was).
+func (d *Deliverer) update(ctx context.Context, del *Delivery) error {
+	if err := d.store.UpdateDelivery(ctx, del); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 func (d *Deliverer) stamp() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
+
+// schedNow is the time on the outbox's schedule (Delivery.NextAttemptAt):
+// the real clock, at the precision of Postgres.
+func schedNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 type attemptResult struct {
 	ok       bool
@@ -431,16 +688,21 @@ func (d *Deliverer) save(ctx context.Context, del *Delivery, res attemptResult, 
 		return nil
 	}
 	do := func(ctx context.Context) error {
-		if err := d.store.UpdateDelivery(ctx, del); err != nil {
+		err := d.store.UpdateDelivery(ctx, del)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted with its environment: nothing to log
+		}
+		if err != nil {
 			return err
 		}
 		return d.record(ctx, del, res, budget)
 	}
 	if d.tx != nil {
 		// The outcome may be acknowledged before it is on disk: losing it
-		// in a database crash only means the job runs again and the
-		// receiver gets the webhook twice under the same delivery id,
-		// which deliveries are anyway (at least once).
+		// in a database crash only means the delivery is claimed again
+		// when its lease ends and the receiver gets the webhook twice
+		// under the same delivery id, which deliveries are anyway (at
+		// least once).
 		return d.tx.WithTx(store.WithRelaxedDurability(ctx), do)
 	}
 	return do(ctx)

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -76,34 +77,35 @@ func status(codes ...int) func(int, http.ResponseWriter) {
 	}
 }
 
-// fixture is a Deliverer over a fake store holding one pending delivery.
+// fixture is a Deliverer over a fake store holding one pending delivery, due
+// at once. Unless a test sets Backoff, it is a minute: each DeliverDue then
+// makes exactly one attempt, and the test makes a retry due with makeDue.
 type fixture struct {
 	st  *fakeStore
 	d   *Deliverer
 	del *Delivery
-	run *jobs.Run
+}
+
+func testKey(ctx context.Context, envID int64) (string, error) {
+	if envID != 1 {
+		return "", store.ErrNotFound
+	}
+	return testSigningKey, nil
 }
 
 func newFixture(t *testing.T, url string, cfg DeliveryConfig) *fixture {
 	t.Helper()
 	st := newFakeStore()
 	del := &Delivery{ID: NewID(), EnvironmentID: 1, EventID: NewID(), Type: TypeAuth, IntegrationKey: "gh", ConnectionID: "c1",
-		URL: url, Body: []byte(vecBody), Status: StatusPending}
+		URL: url, Body: []byte(vecBody), Status: StatusPending, NextAttemptAt: schedNow()}
 	if err := st.CreateDeliveries(context.Background(), del); err != nil {
 		t.Fatal(err)
 	}
-	keyFn := func(ctx context.Context, envID int64) (string, error) {
-		if envID != 1 {
-			return "", store.ErrNotFound
-		}
-		return testSigningKey, nil
-	}
 	if cfg.Backoff == 0 {
-		cfg.Backoff = time.Millisecond
+		cfg.Backoff = time.Minute
 	}
-	d := NewDeliverer(DelivererConfig{Delivery: cfg, Store: st, SigningKey: keyFn, Log: &oplog.Writer{Store: st}})
-	j := NewJob(del.ID)
-	return &fixture{st: st, d: d, del: del, run: &jobs.Run{ID: "j1", Kind: j.Kind, Args: j.Args, Attempt: 1, MaxAttempts: j.MaxAttempts}}
+	d := NewDeliverer(DelivererConfig{Delivery: cfg, Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
+	return &fixture{st: st, d: d, del: del}
 }
 
 func (f *fixture) get(t *testing.T) *Delivery {
@@ -115,13 +117,46 @@ func (f *fixture) get(t *testing.T) *Delivery {
 	return d
 }
 
+// deliverDue calls DeliverDue, which must succeed.
+func (f *fixture) deliverDue(t *testing.T) {
+	t.Helper()
+	if err := f.d.DeliverDue(context.Background()); err != nil {
+		t.Fatalf("DeliverDue: %v", err)
+	}
+}
+
+// makeDue makes the delivery due now, as if its retry's wait had passed.
+func (f *fixture) makeDue() {
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.NextAttemptAt = time.Now().Add(-time.Second) })
+}
+
+// checkDue checks that d is due wait after an attempt made between before
+// and after, on the real clock.
+func checkDue(t *testing.T, d *Delivery, before, after time.Time, wait time.Duration) {
+	t.Helper()
+	lo, hi := before.Add(wait).Truncate(time.Microsecond), after.Add(wait)
+	if d.NextAttemptAt.Before(lo) || d.NextAttemptAt.After(hi) {
+		t.Errorf("due at %s, want %s after the attempt (between %s and %s)", d.NextAttemptAt, wait, lo, hi)
+	}
+}
+
+// waitFor polls cond for up to 5 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestDeliverFirstAttempt(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, status(202))
 	f := newFixture(t, rc.srv.URL, DeliveryConfig{})
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
-	}
+	f.deliverDue(t)
 	d := f.get(t)
 	if d.Status != StatusDelivered || d.Attempts != 1 || d.LastStatusCode != 202 || d.LastError != "" || d.DeliveredAt == nil {
 		t.Errorf("delivery %+v", d)
@@ -142,9 +177,12 @@ func TestDeliverFirstAttempt(t *testing.T) {
 	if _, ok := l.Meta["duration_ms"]; !ok {
 		t.Error("no duration_ms")
 	}
-	// Handling the job again sends nothing: it is no longer pending.
-	if err := f.d.Handle(context.Background(), f.run); err != nil || len(rc.got()) != 1 {
-		t.Errorf("second run: %v, %d calls", err, len(rc.got()))
+	// Delivering again sends nothing, even when it looks due: it is no
+	// longer pending.
+	f.makeDue()
+	f.deliverDue(t)
+	if n := len(rc.got()); n != 1 {
+		t.Errorf("a delivered webhook was sent again: %d calls", n)
 	}
 }
 
@@ -153,14 +191,49 @@ func TestDeliverRetriesThenSucceeds(t *testing.T) {
 	rc := newReceiver(t, status(500, 502, 200))
 	var clock atomic.Int64
 	clock.Store(1777636800)
-	f := newFixture(t, rc.srv.URL, DeliveryConfig{Backoff: 20 * time.Millisecond, Multiplier: 2})
-	// Each attempt reads the clock: one second apart.
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{Backoff: time.Minute, Multiplier: 3})
+	// Each attempt reads the clock: one second apart. (It stamps; it does
+	// not schedule.)
 	f.d.now = func() time.Time { return time.Unix(clock.Add(1), 0) }
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
+
+	// Attempt 1 fails: pending, due after Backoff. DeliverDue does not
+	// wait for it.
+	before := time.Now()
+	f.deliverDue(t)
+	after := time.Now()
+	if after.Sub(before) > 30*time.Second {
+		t.Fatalf("DeliverDue slept through the backoff (%s)", after.Sub(before))
 	}
 	d := f.get(t)
-	if d.Status != StatusDelivered || d.Attempts != 3 || d.LastStatusCode != 200 {
+	if d.Status != StatusPending || d.Attempts != 1 || d.LastStatusCode != 500 || d.LastError != "status 500" || d.DeliveredAt != nil {
+		t.Errorf("after attempt 1: %+v", d)
+	}
+	checkDue(t, d, before, after, time.Minute)
+	if n := len(rc.got()); n != 1 {
+		t.Fatalf("%d calls after the first DeliverDue, want 1", n)
+	}
+	// Not due yet: nothing is sent.
+	f.deliverDue(t)
+	if n := len(rc.got()); n != 1 || f.get(t).Attempts != 1 {
+		t.Fatalf("a retry was sent before it was due: %d calls", n)
+	}
+
+	// Attempt 2 fails: due after Backoff·Multiplier.
+	f.makeDue()
+	before = time.Now()
+	f.deliverDue(t)
+	after = time.Now()
+	d = f.get(t)
+	if d.Status != StatusPending || d.Attempts != 2 || d.LastStatusCode != 502 || d.LastError != "status 502" {
+		t.Errorf("after attempt 2: %+v", d)
+	}
+	checkDue(t, d, before, after, 3*time.Minute)
+
+	// Attempt 3 delivers.
+	f.makeDue()
+	f.deliverDue(t)
+	d = f.get(t)
+	if d.Status != StatusDelivered || d.Attempts != 3 || d.LastStatusCode != 200 || d.LastError != "" || d.DeliveredAt == nil {
 		t.Errorf("delivery %+v", d)
 	}
 	calls := rc.got()
@@ -175,12 +248,6 @@ func TestDeliverRetriesThenSucceeds(t *testing.T) {
 			t.Errorf("attempt %d not re-signed with its own timestamp", i+1)
 		}
 	}
-	if gap := calls[1].at.Sub(calls[0].at); gap < 20*time.Millisecond {
-		t.Errorf("first backoff %s < 20ms", gap)
-	}
-	if gap := calls[2].at.Sub(calls[1].at); gap < 40*time.Millisecond {
-		t.Errorf("second backoff %s < 40ms", gap)
-	}
 	logs := f.st.logsOf("delivery")
 	if len(logs) != 3 || logs[0].Status != oplog.StatusFailure || logs[1].Status != oplog.StatusFailure || logs[2].Status != oplog.StatusSuccess ||
 		logs[0].Meta["attempt"] != 1 || logs[2].Meta["attempt"] != 3 || logs[1].Meta["status"] != 502 {
@@ -190,30 +257,67 @@ func TestDeliverRetriesThenSucceeds(t *testing.T) {
 	}
 }
 
+// With a tiny backoff on the real clock, a retry falls due by itself.
+func TestDeliverRetryFallsDue(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, status(500, 200))
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{Backoff: 3 * time.Millisecond})
+	for i := 0; f.get(t).Status == StatusPending; i++ {
+		if i == 1000 {
+			t.Fatalf("not delivered: %+v", f.get(t))
+		}
+		f.deliverDue(t)
+		time.Sleep(time.Millisecond)
+	}
+	if d := f.get(t); d.Status != StatusDelivered || d.Attempts != 2 {
+		t.Errorf("delivery %+v", d)
+	}
+	calls := rc.got()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	if gap := calls[1].at.Sub(calls[0].at); gap < 3*time.Millisecond {
+		t.Errorf("retried after %s, before the 3ms backoff", gap)
+	}
+}
+
 func TestDeliverGivesUp(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, status(404))
 	f := newFixture(t, rc.srv.URL, DeliveryConfig{Retries: 3})
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatalf("a failed delivery completes its job: %v", err)
+	for n := 1; n <= 4; n++ {
+		f.deliverDue(t)
+		d := f.get(t)
+		want := StatusPending
+		if n == 4 {
+			want = StatusFailed
+		}
+		if d.Status != want || d.Attempts != n || d.LastStatusCode != 404 || d.LastError != "status 404" || d.DeliveredAt != nil {
+			t.Fatalf("after attempt %d: %+v", n, d)
+		}
+		f.makeDue()
 	}
-	d := f.get(t)
-	if d.Status != StatusFailed || d.Attempts != 4 || d.LastStatusCode != 404 || d.LastError != "status 404" || d.DeliveredAt != nil {
-		t.Errorf("delivery %+v", d)
-	}
+	// Failed for good: never sent again.
+	f.deliverDue(t)
 	if n := len(rc.got()); n != 4 {
 		t.Errorf("%d calls, want 4", n)
 	}
+	if d := f.get(t); d.Status != StatusFailed || d.Attempts != 4 {
+		t.Errorf("delivery %+v", d)
+	}
 	logs := f.st.logsOf("delivery")
-	if len(logs) != 4 || !strings.Contains(logs[3].Message, "giving up") {
+	if len(logs) != 4 || !strings.Contains(logs[3].Message, "giving up") || strings.Contains(logs[2].Message, "giving up") {
 		t.Errorf("%d logs; last %q", len(logs), logs[len(logs)-1].Message)
 	}
 
 	// Retries < 0: one attempt.
 	rc2 := newReceiver(t, status(500))
 	f2 := newFixture(t, rc2.srv.URL, DeliveryConfig{Retries: -1})
-	if err := f2.d.Handle(context.Background(), f2.run); err != nil || len(rc2.got()) != 1 || f2.get(t).Status != StatusFailed {
-		t.Errorf("no retries: %v, %d calls", err, len(rc2.got()))
+	f2.deliverDue(t)
+	f2.makeDue()
+	f2.deliverDue(t)
+	if d := f2.get(t); len(rc2.got()) != 1 || d.Status != StatusFailed || d.Attempts != 1 {
+		t.Errorf("no retries: %d calls, %+v", len(rc2.got()), d)
 	}
 }
 
@@ -223,10 +327,14 @@ func TestDeliverNetworkErrorAndTimeout(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	f := newFixture(t, dead.URL+"/hook", DeliveryConfig{Retries: 1})
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
-	}
+	f.deliverDue(t)
 	d := f.get(t)
+	if d.Status != StatusPending || d.Attempts != 1 || d.LastStatusCode != 0 || d.LastError == "" || strings.Contains(d.LastError, dead.URL) {
+		t.Errorf("after attempt 1: %+v", d)
+	}
+	f.makeDue()
+	f.deliverDue(t)
+	d = f.get(t)
 	if d.Status != StatusFailed || d.Attempts != 2 || d.LastStatusCode != 0 || d.LastError == "" || strings.Contains(d.LastError, dead.URL) {
 		t.Errorf("delivery %+v", d)
 	}
@@ -242,10 +350,8 @@ func TestDeliverNetworkErrorAndTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release); slow.Close() })
 	f = newFixture(t, slow.URL, DeliveryConfig{Retries: -1, Timeout: 50 * time.Millisecond})
 	start := time.Now()
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
-	}
-	if d := f.get(t); d.Status != StatusFailed || !strings.Contains(d.LastError, "timeout") || time.Since(start) > 5*time.Second {
+	f.deliverDue(t)
+	if d := f.get(t); d.Status != StatusFailed || d.Attempts != 1 || !strings.Contains(d.LastError, "timeout") || time.Since(start) > 5*time.Second {
 		t.Errorf("delivery %+v after %s", d, time.Since(start))
 	}
 }
@@ -258,10 +364,8 @@ func TestDeliverRedirectIsFailure(t *testing.T) {
 		w.WriteHeader(http.StatusTemporaryRedirect)
 	})
 	f := newFixture(t, redirect.srv.URL, DeliveryConfig{Retries: -1})
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
-	}
-	if d := f.get(t); d.Status != StatusFailed || d.LastStatusCode != 307 {
+	f.deliverDue(t)
+	if d := f.get(t); d.Status != StatusFailed || d.LastStatusCode != 307 || d.Attempts != 1 {
 		t.Errorf("delivery %+v", d)
 	}
 	if n := len(target.got()); n != 0 {
@@ -269,61 +373,92 @@ func TestDeliverRedirectIsFailure(t *testing.T) {
 	}
 }
 
+// retryAfter answers the first request with code and a Retry-After header,
+// the others with 200.
+func retryAfter(code int, value func() string) func(int, http.ResponseWriter) {
+	return func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			w.Header().Set("Retry-After", value())
+			w.WriteHeader(code)
+			return
+		}
+		w.WriteHeader(200)
+	}
+}
+
 func TestDeliverRetryAfter(t *testing.T) {
 	t.Parallel()
-	// A long Retry-After ends the run with a snooze, after persisting the
-	// attempt.
-	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
-		if n == 1 {
-			w.Header().Set("Retry-After", "30")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		w.WriteHeader(200)
-	})
-	f := newFixture(t, rc.srv.URL, DeliveryConfig{})
-	err := f.d.Handle(context.Background(), f.run)
-	if d, ok := jobs.SnoozeDuration(err); !ok || d != 30*time.Second {
-		t.Fatalf("Handle = %v, want a 30s snooze", err)
+	// A 429's Retry-After, not the (tiny) backoff, schedules the retry;
+	// DeliverDue returns without waiting for it.
+	rc := newReceiver(t, retryAfter(http.StatusTooManyRequests, func() string { return "30" }))
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{Backoff: time.Millisecond})
+	before := time.Now()
+	f.deliverDue(t)
+	after := time.Now()
+	if after.Sub(before) > 10*time.Second {
+		t.Fatalf("DeliverDue waited %s", after.Sub(before))
 	}
-	if d := f.get(t); d.Status != StatusPending || d.Attempts != 1 || d.LastStatusCode != 429 {
-		t.Errorf("delivery after snooze %+v", d)
+	d := f.get(t)
+	if d.Status != StatusPending || d.Attempts != 1 || d.LastStatusCode != 429 || d.LastError != "status 429" {
+		t.Errorf("delivery after a 429 %+v", d)
 	}
-	// The snoozed run goes on from attempt 2.
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
+	checkDue(t, d, before, after, 30*time.Second)
+	if n := len(rc.got()); n != 1 {
+		t.Errorf("%d calls, want 1", n)
 	}
-	if d := f.get(t); d.Status != StatusDelivered || d.Attempts != 2 {
-		t.Errorf("delivery %+v", d)
+	// Once due, the next attempt goes on from attempt 2.
+	f.makeDue()
+	f.deliverDue(t)
+	if d := f.get(t); d.Status != StatusDelivered || d.Attempts != 2 || len(rc.got()) != 2 {
+		t.Errorf("delivery %+v, %d calls", d, len(rc.got()))
 	}
 
-	// MaxRetryAfter caps the wait.
-	rc2 := newReceiver(t, func(n int, w http.ResponseWriter) {
-		w.Header().Set("Retry-After", "3600")
-		w.WriteHeader(http.StatusServiceUnavailable)
-	})
-	f2 := newFixture(t, rc2.srv.URL, DeliveryConfig{MaxRetryAfter: 5 * time.Second})
-	if d, ok := jobs.SnoozeDuration(f2.d.Handle(context.Background(), f2.run)); !ok || d != 5*time.Second {
-		t.Errorf("capped snooze %s %v", d, ok)
+	// An HTTP date.
+	rc2 := newReceiver(t, retryAfter(http.StatusTooManyRequests, func() string {
+		return time.Now().Add(2 * time.Minute).UTC().Format(http.TimeFormat)
+	}))
+	f2 := newFixture(t, rc2.srv.URL, DeliveryConfig{Backoff: time.Millisecond})
+	before = time.Now()
+	f2.deliverDue(t)
+	after = time.Now()
+	d = f2.get(t)
+	// The date has whole seconds: the wait is within a second of 2 minutes.
+	if lo, hi := before.Add(2*time.Minute-time.Second).Add(-time.Millisecond), after.Add(2*time.Minute); d.Status != StatusPending ||
+		d.Attempts != 1 || d.NextAttemptAt.Before(lo) || d.NextAttemptAt.After(hi) {
+		t.Errorf("HTTP-date Retry-After: due at %s, want between %s and %s: %+v", d.NextAttemptAt, lo, hi, d)
 	}
-	// A short one is slept through within the run.
-	rc3 := newReceiver(t, func(n int, w http.ResponseWriter) {
-		if n == 1 {
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
+
+	// A 503 too, capped by MaxRetryAfter.
+	rc3 := newReceiver(t, retryAfter(http.StatusServiceUnavailable, func() string { return "3600" }))
+	f3 := newFixture(t, rc3.srv.URL, DeliveryConfig{Backoff: time.Millisecond, MaxRetryAfter: 5 * time.Second})
+	before = time.Now()
+	f3.deliverDue(t)
+	after = time.Now()
+	d = f3.get(t)
+	if d.Status != StatusPending || d.Attempts != 1 || d.LastStatusCode != 503 {
+		t.Errorf("delivery after a 503 %+v", d)
+	}
+	checkDue(t, d, before, after, 5*time.Second)
+	if n := len(rc3.got()); n != 1 {
+		t.Errorf("%d calls, want 1", n)
+	}
+
+	// Other statuses' Retry-After, and one that cannot be read, leave the
+	// backoff.
+	for _, c := range []struct {
+		code  int
+		value string
+	}{{http.StatusInternalServerError, "30"}, {http.StatusTooManyRequests, "soon"}} {
+		rc := newReceiver(t, retryAfter(c.code, func() string { return c.value }))
+		f := newFixture(t, rc.srv.URL, DeliveryConfig{Backoff: time.Minute})
+		before := time.Now()
+		f.deliverDue(t)
+		after := time.Now()
+		d := f.get(t)
+		if d.Status != StatusPending || d.Attempts != 1 || d.LastStatusCode != c.code {
+			t.Errorf("%d %q: %+v", c.code, c.value, d)
 		}
-		w.WriteHeader(200)
-	})
-	f3 := newFixture(t, rc3.srv.URL, DeliveryConfig{})
-	if err := f3.d.Handle(context.Background(), f3.run); err != nil || f3.get(t).Status != StatusDelivered {
-		t.Errorf("short Retry-After: %v %+v", err, f3.get(t))
-	}
-	// A long exponential backoff snoozes too.
-	rc4 := newReceiver(t, status(500))
-	f4 := newFixture(t, rc4.srv.URL, DeliveryConfig{Backoff: time.Minute})
-	if d, ok := jobs.SnoozeDuration(f4.d.Handle(context.Background(), f4.run)); !ok || d != time.Minute {
-		t.Errorf("long backoff: %s %v", d, ok)
+		checkDue(t, d, before, after, time.Minute)
 	}
 }
 
@@ -353,42 +488,15 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestDeliverStopping(t *testing.T) {
-	t.Parallel()
-	rc := newReceiver(t, status(500, 500, 200))
-	// A long in-run backoff, cut short by the context: the run returns the
-	// context's error with the first attempt persisted.
-	f := newFixture(t, rc.srv.URL, DeliveryConfig{Backoff: 1500 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for len(rc.got()) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(20 * time.Millisecond)
-		cancel()
-	}()
-	err := f.d.Handle(ctx, f.run)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Handle = %v, want context.Canceled", err)
-	}
-	if d := f.get(t); d.Status != StatusPending || d.Attempts != 1 {
-		t.Fatalf("after stop %+v", d)
-	}
-	// Restarted (another Deliverer, as after a restart): it goes on from
-	// the stored count, so the budget stays three attempts in total.
-	f.d = NewDeliverer(DelivererConfig{Delivery: DeliveryConfig{Backoff: time.Millisecond}, Store: f.st, SigningKey: f.d.signingKey, Log: f.d.log})
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
-	}
-	if d := f.get(t); d.Status != StatusDelivered || d.Attempts != 3 || len(rc.got()) != 3 {
-		t.Errorf("after restart %+v, %d calls", d, len(rc.got()))
-	}
-}
-
 func TestDeliverCancelledDuringAttempt(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
+	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 1 {
+			w.WriteHeader(200)
+			return
+		}
 		io.ReadAll(r.Body) // so that the server notices the client leaving
 		cancel()
 		select {
@@ -398,11 +506,27 @@ func TestDeliverCancelledDuringAttempt(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	f := newFixture(t, srv.URL, DeliveryConfig{})
-	if err := f.d.Handle(ctx, f.run); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Handle = %v", err)
+	if err := f.d.DeliverDue(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("DeliverDue = %v", err)
 	}
-	if d := f.get(t); d.Status != StatusPending || d.Attempts != 0 {
+	if n.Load() != 1 {
+		t.Fatalf("%d calls, want 1", n.Load())
+	}
+	d := f.get(t)
+	if d.Status != StatusPending || d.Attempts != 0 || d.LastStatusCode != 0 || d.LastError != "" {
 		t.Errorf("an interrupted attempt was counted: %+v", d)
+	}
+	if d.NextAttemptAt.After(time.Now()) {
+		t.Errorf("an interrupted delivery is due at %s, not at once", d.NextAttemptAt)
+	}
+	if logs := f.st.logsOf("delivery"); len(logs) != 0 {
+		t.Errorf("an interrupted attempt was logged: %+v", logs[0])
+	}
+	// It is due again: the next look delivers it, on its first counted
+	// attempt.
+	f.deliverDue(t)
+	if d := f.get(t); d.Status != StatusDelivered || d.Attempts != 1 || n.Load() != 2 {
+		t.Errorf("after the interruption: %+v, %d calls", d, n.Load())
 	}
 }
 
@@ -412,44 +536,264 @@ func TestDeliverSkipsAndEdgeCases(t *testing.T) {
 	rc := newReceiver(t, status(200))
 	f := newFixture(t, rc.srv.URL, DeliveryConfig{})
 
-	// Bad args: cancelled without retries.
-	if err := f.d.Handle(ctx, &jobs.Run{Kind: JobKind, Args: []byte(`{}`)}); !jobs.IsCancel(err) {
-		t.Errorf("bad args: %v", err)
+	// Not pending: nothing sent, even when due.
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.Status = StatusFailed })
+	f.deliverDue(t)
+	if n := len(rc.got()); n != 0 || f.get(t).Status != StatusFailed {
+		t.Errorf("failed delivery resent: %d calls, %+v", n, f.get(t))
 	}
-	// Unknown delivery (rolled back, deleted): done.
-	j := NewJob("00000000-0000-4000-8000-000000000000")
-	if err := f.d.Handle(ctx, &jobs.Run{Kind: JobKind, Args: j.Args}); err != nil {
-		t.Errorf("unknown delivery: %v", err)
-	}
-	// Already failed: nothing sent.
-	d := f.get(t)
-	d.Status = StatusFailed
-	f.st.UpdateDelivery(ctx, d)
-	if err := f.d.Handle(ctx, f.run); err != nil || len(rc.got()) != 0 {
-		t.Errorf("failed delivery resent: %v", err)
+	// Nor when a store hands one out anyway.
+	f.d.deliver(ctx, f.get(t))
+	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusFailed || d.Attempts != 0 {
+		t.Errorf("failed delivery resent: %d calls, %+v", len(rc.got()), d)
 	}
 	// Pending with the budget used up (the config shrank): failed, nothing
 	// sent.
-	d.Status, d.Attempts = StatusPending, 3
-	f.st.UpdateDelivery(ctx, d)
-	if err := f.d.Handle(ctx, f.run); err != nil || len(rc.got()) != 0 || f.get(t).Status != StatusFailed {
-		t.Errorf("exhausted delivery: %v, %d calls, %+v", err, len(rc.got()), f.get(t))
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.Status, d.Attempts, d.NextAttemptAt = StatusPending, 3, time.Time{} })
+	f.deliverDue(t)
+	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusFailed || d.Attempts != 3 {
+		t.Errorf("exhausted delivery: %d calls, %+v", len(rc.got()), d)
 	}
-	// The environment is gone: failed.
-	d.Status, d.Attempts, d.EnvironmentID = StatusPending, 0, 1
-	f.st.UpdateDelivery(ctx, d)
-	f.st.mu.Lock()
-	f.st.deliveries[d.ID].EnvironmentID = 9
-	f.st.mu.Unlock()
-	if err := f.d.Handle(ctx, f.run); err != nil || f.get(t).Status != StatusFailed || f.get(t).LastError != "environment not found" {
-		t.Errorf("environment gone: %v %+v", err, f.get(t))
+	// The environment is gone: failed, nothing sent.
+	f.st.setDelivery(f.del.ID, func(d *Delivery) {
+		d.Status, d.Attempts, d.NextAttemptAt, d.EnvironmentID = StatusPending, 0, time.Time{}, 9
+	})
+	f.deliverDue(t)
+	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusFailed || d.LastError != "environment not found" || d.Attempts != 0 {
+		t.Errorf("environment gone: %d calls, %+v", len(rc.got()), d)
 	}
-	// A storage failure is returned, for the scheduler to retry.
+
+	// The signing key cannot be opened: released, due again a second
+	// later (not at once, which would make the drain spin), not counted.
 	f2 := newFixture(t, rc.srv.URL, DeliveryConfig{})
+	var keyCalls atomic.Int64
+	f2.d.signingKey = func(context.Context, int64) (string, error) {
+		keyCalls.Add(1)
+		return "", errors.New("kms down")
+	}
+	f2.deliverDue(t)
+	d := f2.get(t)
+	if d.Status != StatusPending || d.Attempts != 0 || keyCalls.Load() != 1 || len(rc.got()) != 0 ||
+		d.NextAttemptAt.Before(time.Now().Add(keyRetry/2)) || d.NextAttemptAt.After(time.Now().Add(keyRetry)) {
+		t.Errorf("signing key failure: %d key calls, %d calls, %+v", keyCalls.Load(), len(rc.got()), d)
+	}
+	if logs := f2.st.logsOf("delivery"); len(logs) != 0 {
+		t.Errorf("a failure to open the key was logged as an attempt: %+v", logs[0])
+	}
+	// Once the key opens, it is delivered on its first attempt.
+	f2.d.signingKey = testKey
+	f2.makeDue()
+	f2.deliverDue(t)
+	if d := f2.get(t); d.Status != StatusDelivered || d.Attempts != 1 || len(rc.got()) != 1 {
+		t.Errorf("after the key came back: %d calls, %+v", len(rc.got()), d)
+	}
+
+	// A failing claim is returned.
+	f3 := newFixture(t, rc.srv.URL, DeliveryConfig{})
 	boom := errors.New("db down")
-	f2.st.updateErr = boom
-	if err := f2.d.Handle(ctx, f2.run); !errors.Is(err, boom) {
-		t.Errorf("storage failure: %v", err)
+	f3.st.claimErr = boom
+	if err := f3.d.DeliverDue(ctx); !errors.Is(err, boom) {
+		t.Errorf("claim failure: %v", err)
+	}
+
+	// A failure to record the attempt leaves the delivery claimed: another
+	// look takes it when the lease ends.
+	f4 := newFixture(t, rc.srv.URL, DeliveryConfig{Timeout: time.Second})
+	f4.st.updateErr = boom
+	before := time.Now()
+	f4.deliverDue(t)
+	after := time.Now()
+	f4.st.updateErr = nil
+	d = f4.get(t)
+	if d.Status != StatusPending || d.Attempts != 0 {
+		t.Errorf("after a failed record: %+v", d)
+	}
+	checkDue(t, d, before, after, 3*time.Second+time.Minute) // the default Lease
+}
+
+// Handle only says that there is work: whatever JSON args the job has (those
+// of older versions name a delivery), it kicks the background loop and
+// returns nil without delivering anything itself.
+func TestDelivererHandle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rc := newReceiver(t, status(200))
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{})
+	for _, args := range []string{`{"delivery_id":"x"}`, `{}`, string(NewJob().Args), ``} {
+		if err := f.d.Handle(ctx, &jobs.Run{ID: "j1", Kind: JobKind, Args: json.RawMessage(args), Attempt: 1, MaxAttempts: 3}); err != nil {
+			t.Errorf("Handle(%s) = %v", args, err)
+		}
+		select {
+		case <-f.d.kick:
+		default:
+			t.Errorf("Handle(%s) did not kick", args)
+		}
+	}
+	for _, args := range []string{`not json`, `{"delivery_id":`} {
+		if err := f.d.Handle(ctx, &jobs.Run{ID: "j2", Kind: JobKind, Args: json.RawMessage(args)}); !jobs.IsCancel(err) {
+			t.Errorf("Handle(%s) = %v, want a cancel", args, err)
+		}
+	}
+	// Not started: nothing was delivered.
+	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusPending || d.Attempts != 0 {
+		t.Errorf("Handle delivered: %d calls, %+v", len(rc.got()), d)
+	}
+}
+
+// A started Deliverer delivers in the background when a job runs, and its
+// retries when they fall due; Stop returns.
+func TestDelivererStartedDelivers(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, status(500, 200))
+	// No polling during the test: the job and the retry timer do the work.
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{Backoff: 5 * time.Millisecond, PollInterval: time.Hour})
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.NextAttemptAt = time.Now().Add(time.Hour) })
+	if err := f.d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Start(context.Background()); err == nil {
+		t.Error("started twice")
+	}
+	// The first look, at Start, finds nothing due.
+	waitFor(t, "the first look", func() bool { return f.st.claimCount() >= 1 })
+	// As Notify does: a due delivery, then its job.
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.NextAttemptAt = schedNow() })
+	j := NewJob()
+	if err := f.d.Handle(context.Background(), &jobs.Run{ID: "j1", Kind: j.Kind, Args: j.Args, Attempt: 1, MaxAttempts: j.MaxAttempts}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivery", func() bool { return f.get(t).Status != StatusPending })
+	if d := f.get(t); d.Status != StatusDelivered || d.Attempts != 2 || len(rc.got()) != 2 {
+		t.Errorf("delivery %+v, %d calls", d, len(rc.got()))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.d.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// A started Deliverer finds due deliveries that no job announced every
+// PollInterval.
+func TestDelivererPolls(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, status(200))
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{PollInterval: 10 * time.Millisecond})
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.NextAttemptAt = time.Now().Add(time.Hour) })
+	if err := f.d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.d.Stop(context.Background()) })
+	waitFor(t, "the first look", func() bool { return f.st.claimCount() >= 1 })
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.NextAttemptAt = schedNow() })
+	waitFor(t, "the delivery", func() bool { return f.get(t).Status == StatusDelivered })
+	if n := len(rc.got()); n != 1 {
+		t.Errorf("%d calls", n)
+	}
+}
+
+// Stop waits for the attempts in flight; when its context ends first, it
+// cuts them short, and they do not count.
+func TestDelivererStop(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixture(t, srv.URL, DeliveryConfig{PollInterval: time.Hour})
+	if err := f.d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no attempt")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := f.d.Stop(ctx); err != nil {
+		t.Errorf("Stop = %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Stop took %s", took)
+	}
+	d := f.get(t)
+	if d.Status != StatusPending || d.Attempts != 0 || d.NextAttemptAt.After(time.Now()) {
+		t.Errorf("a cut attempt counted, or its delivery was not released: %+v", d)
+	}
+	if logs := f.st.logsOf("delivery"); len(logs) != 0 {
+		t.Errorf("a cut attempt was logged: %+v", logs[0])
+	}
+
+	// With time enough, Stop waits for the attempt, which counts.
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
+		time.Sleep(100 * time.Millisecond)
+		w.WriteHeader(200)
+	})
+	f2 := newFixture(t, rc.srv.URL, DeliveryConfig{PollInterval: time.Hour})
+	if err := f2.d.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "an attempt", func() bool { return len(rc.got()) == 1 })
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := f2.d.Stop(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	if d := f2.get(t); d.Status != StatusDelivered || d.Attempts != 1 {
+		t.Errorf("Stop did not wait for the attempt: %+v", d)
+	}
+}
+
+// DeliverDue attempts up to Concurrency deliveries at once, and goes on
+// until none is due.
+func TestDeliverConcurrency(t *testing.T) {
+	t.Parallel()
+	var inflight, peak atomic.Int64
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
+		cur := inflight.Add(1)
+		for p := peak.Load(); cur > p && !peak.CompareAndSwap(p, cur); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		inflight.Add(-1)
+		w.WriteHeader(200)
+	})
+	st := newFakeStore()
+	const n = 10
+	for i := range n {
+		del := &Delivery{ID: NewID(), EnvironmentID: 1, EventID: NewID(), Type: TypeAuth, URL: rc.srv.URL,
+			Body: []byte(`{"n":` + strconv.Itoa(i) + `}`), Status: StatusPending, NextAttemptAt: schedNow()}
+		if err := st.CreateDeliveries(context.Background(), del); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := NewDeliverer(DelivererConfig{Delivery: DeliveryConfig{Concurrency: 3}, Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
+	if err := d.DeliverDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, del := range st.all() {
+		if del.Status != StatusDelivered || del.Attempts != 1 {
+			t.Errorf("delivery %s: %s after %d attempts", del.ID, del.Status, del.Attempts)
+		}
+	}
+	if got := len(rc.got()); got != n {
+		t.Errorf("%d POSTs, want %d", got, n)
+	}
+	if p := peak.Load(); p > 3 || p < 2 {
+		t.Errorf("%d attempts at once, want 2 to 3 (Concurrency 3)", p)
 	}
 }
 
@@ -461,10 +805,12 @@ func TestDeliverLogExcerptAndSecrets(t *testing.T) {
 		io.WriteString(w, "x"+big)
 	})
 	f := newFixture(t, strings.Replace(rc.srv.URL, "http://", "http://user:pa55word@", 1), DeliveryConfig{Retries: -1})
-	if err := f.d.Handle(context.Background(), f.run); err != nil {
-		t.Fatal(err)
+	f.deliverDue(t)
+	logs := f.st.logsOf("delivery")
+	if len(logs) != 1 {
+		t.Fatalf("%d delivery logs, want 1", len(logs))
 	}
-	l := f.st.logsOf("delivery")[0]
+	l := logs[0]
 	ex := l.Meta["response"].(string)
 	if len(ex) > 256 || len(ex) < 250 || !utf8.ValidString(ex) || !strings.HasPrefix(ex, "xé") {
 		t.Errorf("excerpt of %d bytes: %q", len(ex), ex)
@@ -498,8 +844,15 @@ func toString(v any) string {
 func TestDeliveryConfig(t *testing.T) {
 	t.Parallel()
 	c := DeliveryConfig{}.withDefaults()
-	if c.Retries != 2 || c.Backoff != 100*time.Millisecond || c.Multiplier != 2 || c.Timeout != 20*time.Second || c.Client == nil || c.Client.CheckRedirect == nil {
+	if c.Retries != 2 || c.Backoff != 100*time.Millisecond || c.Multiplier != 2 || c.Timeout != 20*time.Second || c.Client == nil || c.Client.CheckRedirect == nil ||
+		c.MaxRetryAfter != 10*time.Minute || c.Concurrency != 64 || c.Lease != 2*time.Minute || c.PollInterval != time.Second {
 		t.Errorf("defaults %+v", c)
+	}
+	if c := (DeliveryConfig{Timeout: 10 * time.Second}).withDefaults(); c.Lease != 90*time.Second {
+		t.Errorf("default lease with a 10s timeout: %s", c.Lease)
+	}
+	if c := (DeliveryConfig{Concurrency: 5, Lease: time.Hour, PollInterval: time.Minute}).withDefaults(); c.Concurrency != 5 || c.Lease != time.Hour || c.PollInterval != time.Minute {
+		t.Errorf("set values not kept: %+v", c)
 	}
 	if tr, ok := c.Client.Transport.(*http.Transport); !ok || tr.MaxIdleConnsPerHost < 64 {
 		t.Errorf("the default client keeps too few idle connections per receiver: %+v", c.Client.Transport)
@@ -513,34 +866,30 @@ func TestDeliveryConfig(t *testing.T) {
 	if (DeliveryConfig{Backoff: time.Hour, Multiplier: 1e9}).withDefaults().wait(40) != 24*time.Hour {
 		t.Error("wait is not capped")
 	}
-	for _, bad := range []DeliveryConfig{{Backoff: -1}, {Multiplier: -1}, {Timeout: -1}, {MaxRetryAfter: -1}} {
+	for _, bad := range []DeliveryConfig{{Backoff: -1}, {Multiplier: -1}, {Timeout: -1}, {MaxRetryAfter: -1},
+		{Concurrency: -1}, {PollInterval: -1}, {Lease: -1},
+		{Lease: time.Minute},                           // 3 × the default 20s Timeout
+		{Lease: 59 * time.Second},                      // under it
+		{Timeout: time.Second, Lease: 3 * time.Second}, // not more than 3 × Timeout
+	} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v valid", bad)
 		}
 	}
-	if (DeliveryConfig{}).Validate() != nil {
-		t.Error("zero config invalid")
-	}
-}
-
-// batchStore is a fakeStore with the batch interfaces, counting their calls.
-type batchStore struct {
-	*fakeStore
-	gets, records atomic.Int64
-	gate          chan struct{} // when set, the first RecordAttempts waits on it
-	once          sync.Once
-}
-
-func (s *batchStore) GetDeliveries(ctx context.Context, ids []string) ([]*Delivery, error) {
-	s.gets.Add(1)
-	time.Sleep(5 * time.Millisecond) // a round trip, during which others queue
-	var out []*Delivery
-	for _, id := range ids {
-		if d, err := s.GetDelivery(ctx, id); err == nil {
-			out = append(out, d)
+	for _, good := range []DeliveryConfig{{}, {Lease: time.Minute + time.Second}, {Timeout: time.Second, Lease: 3*time.Second + 1},
+		{Timeout: time.Hour}, {Concurrency: 1, PollInterval: time.Millisecond}} {
+		if err := good.Validate(); err != nil {
+			t.Errorf("%+v invalid: %v", good, err)
 		}
 	}
-	return out, nil
+}
+
+// batchStore is a fakeStore with the batch interface, counting its calls.
+type batchStore struct {
+	*fakeStore
+	records atomic.Int64
+	gate    chan struct{} // when set, the first RecordAttempts waits on it
+	once    sync.Once
 }
 
 func (s *batchStore) RecordAttempts(ctx context.Context, as []Attempt) error {
@@ -561,46 +910,33 @@ func (s *batchStore) RecordAttempts(ctx context.Context, as []Attempt) error {
 	return nil
 }
 
-// Concurrent delivery jobs share the Store's batch reads and writes: each
-// webhook is delivered and recorded once, with its log entry, in fewer
-// store calls than jobs.
+// Concurrent attempts share the Store's batch writes: each webhook is
+// delivered and recorded once, with its log entry, in fewer store calls than
+// deliveries; the deliveries are claimed in batches too.
 func TestDeliverBatchesStoreCalls(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, status(200))
 	st := &batchStore{fakeStore: newFakeStore(), gate: make(chan struct{})}
-	keyFn := func(context.Context, int64) (string, error) { return testSigningKey, nil }
-	d := NewDeliverer(DelivererConfig{Store: st, SigningKey: keyFn, Log: &oplog.Writer{Store: st}})
-	if d.reads == nil || d.records == nil {
-		t.Fatal("the Deliverer does not use the batch interfaces of the Store")
+	d := NewDeliverer(DelivererConfig{Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
+	if d.records == nil {
+		t.Fatal("the Deliverer does not use the batch interface of the Store")
 	}
-	const n = 40
-	runs := make([]*jobs.Run, n)
-	for i := range runs {
+	const n = 40 // under the default Concurrency: all at once
+	for i := range n {
 		del := &Delivery{ID: NewID(), EnvironmentID: 1, EventID: NewID(), Type: TypeAuth, URL: rc.srv.URL,
-			Body: []byte(`{"n":` + strconv.Itoa(i) + `}`), Status: StatusPending}
+			Body: []byte(`{"n":` + strconv.Itoa(i) + `}`), Status: StatusPending, NextAttemptAt: schedNow()}
 		if err := st.CreateDeliveries(context.Background(), del); err != nil {
 			t.Fatal(err)
 		}
-		j := NewJob(del.ID)
-		runs[i] = &jobs.Run{ID: strconv.Itoa(i), Kind: j.Kind, Args: j.Args, Attempt: 1, MaxAttempts: j.MaxAttempts}
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for _, run := range runs {
-		wg.Go(func() { errs <- d.Handle(context.Background(), run) })
-	}
+	errc := make(chan error, 1)
+	go func() { errc <- d.DeliverDue(context.Background()) }()
 	// The first record holds everyone else's behind it until they all
 	// wait, so they can only share one batch.
-	for d.records.Waiting() < n-1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the attempts to queue their records", func() bool { return d.records.Waiting() >= n-1 })
 	close(st.gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
 	}
 	for _, del := range st.all() {
 		if del.Status != StatusDelivered || del.Attempts != 1 {
@@ -614,9 +950,10 @@ func TestDeliverBatchesStoreCalls(t *testing.T) {
 		t.Errorf("%d POSTs, want %d", got, n)
 	}
 	if r := st.records.Load(); r > 2 {
-		t.Errorf("%d RecordAttempts calls for %d concurrent jobs, want at most 2", r, n)
+		t.Errorf("%d RecordAttempts calls for %d concurrent attempts, want at most 2", r, n)
 	}
-	if g := st.gets.Load(); g >= n {
-		t.Errorf("%d GetDeliveries calls for %d jobs: reads are not shared", g, n)
+	// One claim for all, one that finds none.
+	if c := st.claimCount(); c > 2 {
+		t.Errorf("%d claims for %d deliveries, want at most 2", c, n)
 	}
 }

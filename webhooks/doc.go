@@ -21,11 +21,15 @@
 //
 // # Delivery
 //
-// [Deliverer.Handle] runs the job: it POSTs the body with the headers of
-// [Sign] and retries non-2xx answers (DeliveryConfig: 2 retries, 100 ms
-// backoff doubling, 20 s per attempt, redirects not followed), honouring a
-// 429's Retry-After. Each attempt is counted in the Delivery and recorded in
-// the operations log. A delivery whose attempts are used up is failed; the
+// The Store is the outbox. A started [Deliverer] claims due deliveries from
+// it in batches (Store.ClaimDeliveries: each goes to one process for a
+// lease) and POSTs up to DeliveryConfig.Concurrency at once, with the
+// headers of [Sign]. The job only wakes it ([Deliverer.Handle]); it also
+// looks every PollInterval and when a retry falls due. A non-2xx answer is
+// retried (DeliveryConfig: 2 retries, 100 ms backoff doubling, 20 s per
+// attempt, redirects not followed), after a 429's or 503's Retry-After when
+// it gives one: the delivery waits in the outbox, due at that time. Each
+// attempt is counted in the Delivery and recorded in the operations log. A delivery whose attempts are used up is failed; the
 // host lists and resends those (connect.Service.ListWebhookDeliveries,
 // ResendWebhook).
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/embedauth/connect/environments"
@@ -14,24 +15,26 @@ import (
 	"github.com/embedauth/connect/store"
 )
 
-// JobKind is the kind of the job that delivers one Delivery. Its args are
-// {"delivery_id": "..."}.
+// JobKind is the kind of the delivery job: it tells the Deliverers that the
+// outbox has due deliveries (see Deliverer.Handle). Its args are {} (older
+// versions named a delivery, {"delivery_id": "..."}; such jobs are handled
+// the same way).
 const JobKind = "webhook.deliver"
 
-// jobMaxAttempts bounds the scheduler's runs of a delivery job. The job
-// retries the POST itself; the scheduler runs it again only when it was
-// interrupted (the service stopped) or storage failed.
-const jobMaxAttempts = 25
+// jobShards is the number of distinct delivery jobs that may wait at once.
+// A delivery job is unique (jobs.Job.UniqueKey): while one waits, enqueueing
+// another adds nothing, so a burst of events costs the scheduler a job or
+// two rather than one each. On Postgres, transactions that insert the same
+// unique job take turns at commit; spreading them over a few keys keeps
+// concurrent events from queueing behind each other.
+const jobShards = 4
 
-// JobArgs are the args of a JobKind job.
-type JobArgs struct {
-	DeliveryID string `json:"delivery_id"`
-}
-
-// NewJob returns the job that delivers the delivery with the id.
-func NewJob(deliveryID string) jobs.Job {
-	args, _ := json.Marshal(JobArgs{DeliveryID: deliveryID})
-	return jobs.Job{Kind: JobKind, Args: args, MaxAttempts: jobMaxAttempts}
+// NewJob returns a delivery job, to enqueue in the transaction that stores
+// deliveries (or makes one pending again).
+func NewJob() jobs.Job {
+	n, _ := rand.Int(rand.Reader, big.NewInt(jobShards))
+	return jobs.Job{Kind: JobKind, Args: json.RawMessage(`{}`), MaxAttempts: 3,
+		UniqueKey: "outbox-" + n.String()}
 }
 
 // EnvironmentGetter finds an environment: its webhook URLs and settings.
@@ -75,7 +78,8 @@ type NotifierConfig struct {
 	Log *oplog.Writer
 	// From is the "from" of the bodies; defaults to DefaultFrom.
 	From string
-	// Now defaults to time.Now.
+	// Now stamps the deliveries' CreatedAt; defaults to time.Now. (Their
+	// NextAttemptAt is on the real clock: see DelivererConfig.Now.)
 	Now func() time.Time
 }
 
@@ -133,8 +137,8 @@ func Destinations(envURLs []string, override string) []string {
 }
 
 // Notify stores one pending Delivery per destination of e and enqueues a
-// delivery job for each, using ctx so that with a context from
-// Store.WithTx they exist if and only if that transaction commits. An event
+// delivery job, using ctx so that with a context from Store.WithTx they
+// exist if and only if that transaction commits. An event
 // disabled by the environment's settings, or with no destination, is
 // dropped without error.
 func (n *WebhookNotifier) Notify(ctx context.Context, e Event) error {
@@ -174,7 +178,6 @@ func (n *WebhookNotifier) Notify(ctx context.Context, e Event) error {
 	now := cfg.Now().UTC().Truncate(time.Microsecond)
 	eventID := NewID()
 	ds := make([]*Delivery, len(urls))
-	js := make([]jobs.Job, len(urls))
 	ids := make([]string, len(urls))
 	for i, u := range urls {
 		ds[i] = &Delivery{
@@ -189,15 +192,15 @@ func (n *WebhookNotifier) Notify(ctx context.Context, e Event) error {
 			Status:         StatusPending,
 			CreatedAt:      now,
 			UpdatedAt:      now,
+			NextAttemptAt:  schedNow(),
 		}
-		js[i] = NewJob(ds[i].ID)
 		ids[i] = ds[i].ID
 	}
 	do := func(ctx context.Context) error {
 		if err := cfg.Store.CreateDeliveries(ctx, ds...); err != nil {
 			return fmt.Errorf("webhooks: store deliveries: %w", err)
 		}
-		if err := cfg.Scheduler.Enqueue(ctx, js...); err != nil {
+		if err := cfg.Scheduler.Enqueue(ctx, NewJob()); err != nil {
 			return fmt.Errorf("webhooks: enqueue deliveries: %w", err)
 		}
 		if cfg.Log != nil {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/jobs"
@@ -24,6 +26,9 @@ type fakeStore struct {
 	logs       []*oplog.Entry
 	envs       map[int64]*environments.Environment
 	updateErr  error
+	claimErr   error
+	// claims counts the calls of ClaimDeliveries that returned.
+	claims int
 }
 
 func newFakeStore() *fakeStore {
@@ -77,8 +82,50 @@ func (s *fakeStore) UpdateDelivery(ctx context.Context, d *Delivery) error {
 	}
 	n := clone(old)
 	n.Status, n.Attempts, n.LastStatusCode, n.LastError, n.UpdatedAt, n.DeliveredAt = d.Status, d.Attempts, d.LastStatusCode, d.LastError, d.UpdatedAt, d.DeliveredAt
+	n.NextAttemptAt = d.NextAttemptAt
 	s.deliveries[d.ID] = clone(n)
 	return nil
+}
+
+// ClaimDeliveries claims up to limit pending deliveries due at now, earliest
+// due first (then oldest), moving their NextAttemptAt to until.
+func (s *fakeStore) ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer func() { s.claims++ }()
+	if s.claimErr != nil {
+		return nil, s.claimErr
+	}
+	var due []*Delivery
+	for _, id := range s.order {
+		if d := s.deliveries[id]; d.Status == StatusPending && !d.NextAttemptAt.After(now) {
+			due = append(due, d)
+		}
+	}
+	slices.SortStableFunc(due, func(a, b *Delivery) int { return a.NextAttemptAt.Compare(b.NextAttemptAt) })
+	if len(due) > limit {
+		due = due[:limit]
+	}
+	out := make([]*Delivery, len(due))
+	for i, d := range due {
+		d.NextAttemptAt = until
+		out[i] = clone(d)
+	}
+	return out, nil
+}
+
+// claimCount returns the number of ClaimDeliveries calls so far.
+func (s *fakeStore) claimCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claims
+}
+
+// setDelivery changes a stored delivery in place.
+func (s *fakeStore) setDelivery(id string, f func(d *Delivery)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s.deliveries[id])
 }
 
 func (s *fakeStore) ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error) {
@@ -214,6 +261,7 @@ func TestNotifyRouting(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			n, st, sch := newTestNotifier(t, environments.DefaultWebhookSettings(), envURLs...)
+			before := time.Now().UTC().Truncate(time.Microsecond)
 			if err := n.Notify(ctx, authEvent(c.conn, OperationCreation)); err != nil {
 				t.Fatal(err)
 			}
@@ -226,21 +274,22 @@ func TestNotifyRouting(t *testing.T) {
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("destinations %v, want %v", got, c.want)
 			}
-			if len(sch.jobs) != len(ds) {
-				t.Fatalf("%d jobs for %d deliveries", len(sch.jobs), len(ds))
+			// One job for the event, whatever the number of destinations:
+			// it only says that the outbox has work.
+			if len(sch.jobs) != 1 {
+				t.Fatalf("%d jobs for %d deliveries, want 1", len(sch.jobs), len(ds))
 			}
+			checkJob(t, sch.jobs[0])
 			ids := map[string]bool{}
-			for i, d := range ds {
+			for _, d := range ds {
 				if d.Status != StatusPending || d.Attempts != 0 || d.EventID != ds[0].EventID || string(d.Body) != string(ds[0].Body) ||
 					d.Type != TypeAuth || d.EnvironmentID != 1 || d.IntegrationKey != "gh" || d.ConnectionID != c.conn || d.CreatedAt.IsZero() {
 					t.Errorf("delivery %+v", d)
 				}
-				ids[d.ID] = true
-				j := sch.jobs[i]
-				var args JobArgs
-				if err := json.Unmarshal(j.Args, &args); err != nil || j.Kind != JobKind || args.DeliveryID != d.ID {
-					t.Errorf("job %s %s for delivery %s", j.Kind, j.Args, d.ID)
+				if d.NextAttemptAt.Before(before) || d.NextAttemptAt.After(time.Now()) {
+					t.Errorf("delivery due at %s, want between %s and now", d.NextAttemptAt, before)
 				}
+				ids[d.ID] = true
 			}
 			if len(ids) != len(ds) {
 				t.Error("delivery ids repeat")
@@ -254,6 +303,73 @@ func TestNotifyRouting(t *testing.T) {
 				t.Errorf("enqueue log %+v", logs)
 			}
 		})
+	}
+}
+
+// checkJob checks a delivery job: of JobKind, unique, with args {}.
+func checkJob(t *testing.T, j jobs.Job) {
+	t.Helper()
+	var args map[string]any
+	if err := json.Unmarshal(j.Args, &args); err != nil || len(args) != 0 || j.Kind != JobKind ||
+		!strings.HasPrefix(j.UniqueKey, "outbox-") || !j.RunAt.IsZero() {
+		t.Errorf("job %s %s unique %q run at %s", j.Kind, j.Args, j.UniqueKey, j.RunAt)
+	}
+}
+
+func TestNewJob(t *testing.T) {
+	t.Parallel()
+	keys := map[string]bool{}
+	for range 200 {
+		j := NewJob()
+		checkJob(t, j)
+		keys[j.UniqueKey] = true
+	}
+	// A few shards, so that a burst of events costs a job or a few.
+	if len(keys) < 2 || len(keys) > jobShards {
+		t.Errorf("%d distinct unique keys, want 2 to %d: %v", len(keys), jobShards, keys)
+	}
+}
+
+// Many destinations still make one job; the deliveries are due at once on
+// the real clock even when the notifier's clock is frozen in the past.
+func TestNotifyOneJobManyDestinations(t *testing.T) {
+	t.Parallel()
+	var urls []string
+	for i := range 10 {
+		urls = append(urls, fmt.Sprintf("https://%d.example/hook", i))
+	}
+	st := newFakeStore()
+	st.envs[1] = &environments.Environment{ID: 1, Name: "dev", WebhookURLs: urls, WebhookSettings: environments.DefaultWebhookSettings()}
+	sch := &fakeScheduler{}
+	frozen := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	n := NewNotifier(NotifierConfig{Environments: st, Store: st, Scheduler: sch, Now: func() time.Time { return frozen }})
+	before := time.Now().UTC().Truncate(time.Microsecond)
+	if err := n.Notify(context.Background(), authEvent("c", OperationCreation)); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	ds := st.all()
+	if len(ds) != len(urls) {
+		t.Fatalf("%d deliveries, want %d", len(ds), len(urls))
+	}
+	if len(sch.jobs) != 1 {
+		t.Fatalf("%d jobs for %d deliveries, want 1", len(sch.jobs), len(ds))
+	}
+	checkJob(t, sch.jobs[0])
+	for _, d := range ds {
+		if !d.CreatedAt.Equal(frozen) {
+			t.Errorf("created at %s, want the notifier's clock %s", d.CreatedAt, frozen)
+		}
+		if d.NextAttemptAt.IsZero() || d.NextAttemptAt.Before(before) || d.NextAttemptAt.After(after) {
+			t.Errorf("due at %s, want on the real clock between %s and %s", d.NextAttemptAt, before, after)
+		}
+	}
+	// A second event enqueues its own job (the scheduler dedupes it).
+	if err := n.Notify(context.Background(), authEvent("c", OperationCreation)); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.all()) != 2*len(urls) || len(sch.jobs) != 2 {
+		t.Errorf("second event: %d deliveries, %d jobs", len(st.all()), len(sch.jobs))
 	}
 }
 

@@ -40,6 +40,11 @@ type Delivery struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	DeliveredAt *time.Time
+	// NextAttemptAt is when a pending delivery is due: the time of its
+	// next attempt, on the real clock. Claiming it (Store.ClaimDeliveries)
+	// moves it to the end of the claim's lease, so that no other process
+	// takes it meanwhile. The zero time is due at once, before the others.
+	NextAttemptAt time.Time
 }
 
 // DeliveryFilter selects deliveries of one environment. Zero fields match
@@ -60,11 +65,18 @@ type Store interface {
 	// GetDelivery returns a delivery by id, or ErrNotFound.
 	GetDelivery(ctx context.Context, id string) (*Delivery, error)
 	// UpdateDelivery replaces the mutable fields (Status, Attempts,
-	// LastStatusCode, LastError, UpdatedAt, DeliveredAt) of the delivery
-	// with d.ID, or returns ErrNotFound.
+	// LastStatusCode, LastError, UpdatedAt, DeliveredAt, NextAttemptAt) of
+	// the delivery with d.ID, or returns ErrNotFound.
 	UpdateDelivery(ctx context.Context, d *Delivery) error
 	// ListDeliveries returns matching deliveries, newest first.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
+	// ClaimDeliveries claims up to limit pending deliveries that are due
+	// at now (NextAttemptAt not after now), earliest due first, by setting
+	// their NextAttemptAt to until, and returns them as updated. Claims
+	// are atomic: of concurrent callers, in this process or another on the
+	// same database, each delivery goes to one, and none waits for
+	// another's claim (Postgres: FOR UPDATE SKIP LOCKED).
+	ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*Delivery, error)
 }
 
 // Requeuer is the part of a Store that resends deliveries
@@ -72,19 +84,11 @@ type Store interface {
 type Requeuer interface {
 	// RequeueDelivery makes a delivery that is not pending pending again,
 	// atomically (of concurrent calls, one wins): Status pending, Attempts
-	// 0, no LastStatusCode, LastError or DeliveredAt, UpdatedAt at. It
+	// 0, no LastStatusCode, LastError or DeliveredAt, UpdatedAt at, and
+	// NextAttemptAt zero (due at once, ahead of the others). It
 	// returns the delivery as it was before. A pending delivery is
 	// ErrConflict; a missing one ErrNotFound.
 	RequeueDelivery(ctx context.Context, id string, at time.Time) (*Delivery, error)
-}
-
-// DeliveriesGetter is an optional interface of a Store: it reads several
-// deliveries in one round trip. The Deliverer coalesces the reads of
-// concurrent delivery jobs into one call when the Store has it.
-type DeliveriesGetter interface {
-	// GetDeliveries returns the deliveries with the ids that exist, in any
-	// order; a missing id is no error.
-	GetDeliveries(ctx context.Context, ids []string) ([]*Delivery, error)
 }
 
 // Attempt is the outcome of one delivery attempt: the delivery with its
@@ -98,7 +102,7 @@ type Attempt struct {
 // AttemptRecorder is an optional interface of a Store: it records the
 // outcomes of delivery attempts with their log entries, each atomically, in
 // one round trip. The Deliverer coalesces the outcomes of concurrent
-// delivery jobs into one call. A Store may acknowledge it before it is
+// attempts into one call. A Store may acknowledge it before it is
 // durable (see store.WithRelaxedDurability): losing it in a database crash
 // only means the webhook is delivered again. Without it, the Deliverer uses
 // UpdateDelivery and AppendLog in one transaction per attempt.

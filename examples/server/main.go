@@ -114,10 +114,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 			}
 			cfg.RateLimiter = postgres.NewRateLimiter(db, nil, n, w)
 		}
-		// Webhook deliveries are jobs in the database: enqueued in the
-		// transaction of the change that caused them, kept across
-		// restarts, shared by every instance. A delivery job makes up to 3
-		// attempts of up to 20 s each: give it 2 minutes.
+		// Webhook deliveries live in the database: stored with their job
+		// in the transaction of the change that caused them, kept across
+		// restarts, shared by every instance.
 		sched, err := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{Logger: logger, JobTimeout: 2 * time.Minute})
 		if err != nil {
 			return err

@@ -21,8 +21,8 @@
 // back; Stop waits for running jobs within its context, then cancels them,
 // and they run again (without counting that attempt) after the next Start,
 // on the same Scheduler or a peer; two Schedulers on one queue run each of
-// 200 jobs exactly once; and the errors of Register, Enqueue, Start and
-// Stop.
+// 200 jobs exactly once; a job with a UniqueKey is not added while an equal
+// one waits or runs; and the errors of Register, Enqueue, Start and Stop.
 package jobstest
 
 import (
@@ -80,6 +80,7 @@ var tests = []test{
 	{"StopCancelsAndRestart", testStopCancels},
 	{"Fleet", testFleet},
 	{"Errors", testErrors},
+	{"Unique", testUnique},
 }
 
 // Run runs the suite. newEnv is called once per subtest, concurrently.
@@ -665,5 +666,75 @@ func testErrors(t *testing.T, env *Env) {
 	}
 	if err := s.Stop(stopCtx); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// testUnique: a job with a UniqueKey is not added while one with the same
+// Kind and key waits or runs, and is once that one has ended; other keys
+// and kinds are independent.
+func testUnique(t *testing.T, env *Env) {
+	s := env.Scheduler
+	var r recorder
+	release := make(chan struct{})
+	started := make(chan struct{}, 10)
+	register(t, s, "unique", func(ctx context.Context, run *jobs.Run) error {
+		r.add(t, run)
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	})
+	register(t, s, "unique2", func(ctx context.Context, run *jobs.Run) error {
+		r.add(t, run)
+		return nil
+	})
+	ctx := t.Context()
+	job := func(n int, key string) jobs.Job { return jobs.Job{Kind: "unique", Args: args(n), UniqueKey: key} }
+	// Waiting: the second of each key adds nothing, in one call or two.
+	enqueue(t, ctx, s, job(1, "a"), job(2, "a"))
+	enqueue(t, ctx, s, job(3, "a"), job(4, "b"))
+	enqueue(t, ctx, s, jobs.Job{Kind: "unique2", Args: args(5), UniqueKey: "a"})
+	start(t, s)
+	for range 2 {
+		select {
+		case <-started:
+		case <-waitCtx(t).Done():
+			t.Fatal("the unique jobs did not start")
+		}
+	}
+	// Running: still no second job of key a.
+	enqueue(t, ctx, s, job(6, "a"))
+	close(release)
+	idle(t, env)
+	got := r.countByN()
+	if got[1] != 1 || got[2] != 0 || got[3] != 0 || got[4] != 1 || got[5] != 1 || got[6] != 0 {
+		t.Errorf("runs by job = %v, want 1, 4 and 5 once and the duplicates 2, 3 and 6 never", got)
+	}
+	// Ended: the key is free again.
+	enqueue(t, ctx, s, job(7, "a"))
+	idle(t, env)
+	if got := r.countByN(); got[7] != 1 {
+		t.Errorf("runs by job = %v, want job 7 once after the first of its key ended", got)
+	}
+	if env.Tx != nil {
+		// In transactions: a rolled-back unique job does not hold its key.
+		errRollback := errors.New("jobstest: roll back")
+		_ = env.Tx.WithTx(ctx, func(ctx context.Context) error {
+			enqueue(t, ctx, s, job(8, "c"))
+			return errRollback
+		})
+		if err := env.Tx.WithTx(ctx, func(ctx context.Context) error {
+			enqueue(t, ctx, s, job(9, "c"))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		idle(t, env)
+		if got := r.countByN(); got[8] != 0 || got[9] != 1 {
+			t.Errorf("runs by job = %v, want the rolled-back job 8 never and job 9 once", got)
+		}
 	}
 }

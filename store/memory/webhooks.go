@@ -74,8 +74,8 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (*webhooks.Delivery,
 }
 
 // UpdateDelivery replaces Status, Attempts, LastStatusCode, LastError,
-// UpdatedAt and DeliveredAt of the delivery with d.ID, or returns
-// store.ErrNotFound.
+// UpdatedAt, DeliveredAt and NextAttemptAt of the delivery with d.ID, or
+// returns store.ErrNotFound.
 func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error {
 	if err := checkText(d); err != nil {
 		return err
@@ -96,8 +96,44 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 	c.LastError = d.LastError
 	c.UpdatedAt = d.UpdatedAt
 	c.DeliveredAt = copyTime(d.DeliveredAt)
+	c.NextAttemptAt = d.NextAttemptAt
 	s.d.deliveries[c.ID] = c
 	return nil
+}
+
+// ClaimDeliveries claims up to limit pending deliveries due at now,
+// earliest due first (then by ID), by moving their NextAttemptAt to until,
+// and returns them.
+func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*webhooks.Delivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var due []*webhooks.Delivery
+	for _, d := range s.d.deliveries {
+		if d.Status == webhooks.StatusPending && !d.NextAttemptAt.After(now) {
+			due = append(due, d)
+		}
+	}
+	slices.SortFunc(due, func(a, b *webhooks.Delivery) int {
+		if c := a.NextAttemptAt.Compare(b.NextAttemptAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	due = due[:min(limit, len(due))]
+	out := make([]*webhooks.Delivery, len(due))
+	for i, d := range due {
+		c := copyDelivery(d) // stored records are never mutated
+		c.NextAttemptAt = until
+		s.d.deliveries[c.ID] = c
+		out[i] = copyDelivery(c)
+	}
+	return out, nil
 }
 
 // RequeueDelivery makes a delivery that is not pending pending again and
@@ -117,7 +153,7 @@ func (s *Store) RequeueDelivery(ctx context.Context, id string, at time.Time) (*
 	}
 	c := copyDelivery(old)
 	c.Status, c.Attempts, c.LastStatusCode, c.LastError, c.DeliveredAt = webhooks.StatusPending, 0, 0, "", nil
-	c.UpdatedAt = at
+	c.UpdatedAt, c.NextAttemptAt = at, time.Time{}
 	s.d.deliveries[id] = c
 	return copyDelivery(old), nil
 }

@@ -142,10 +142,25 @@ var _ jobs.Scheduler = (*Scheduler)(nil)
 const jobKind = "connect_job"
 
 // jobArgs is the River job of a jobs.Job.
+// A job with a UniqueKey is unique by its Kind and UniqueKey (the fields
+// tagged river:"unique"), among the jobs waiting or running: see
+// uniqueOpts.
 type jobArgs struct {
-	JobKind string          `json:"kind"`
+	JobKind string          `json:"kind" river:"unique"`
 	Args    json.RawMessage `json:"args,omitempty"`
+	Unique  string          `json:"unique,omitempty" river:"unique"`
 }
+
+// uniqueOpts are River's options for a job with a UniqueKey: unique by the
+// tagged fields of jobArgs while available, pending, running, retryable or
+// scheduled. (River requires the first four; a completed, cancelled or
+// discarded job no longer counts.) River enforces it with a unique index,
+// inside the inserting transaction: a concurrent transaction inserting the
+// same job waits for the first to end, then skips it.
+var uniqueOpts = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}}
 
 // Kind implements river.JobArgs.
 func (jobArgs) Kind() string { return jobKind }
@@ -316,13 +331,28 @@ func (s *Scheduler) Enqueue(ctx context.Context, js ...jobs.Job) error {
 		return err
 	}
 	now := time.Now()
-	params := make([]river.InsertManyParams, len(js))
-	for i, j := range js {
+	// River refuses two equal unique jobs in one insert: keep the first.
+	var seen map[[2]string]bool
+	params := make([]river.InsertManyParams, 0, len(js))
+	for _, j := range js {
+		if j.UniqueKey != "" {
+			k := [2]string{j.Kind, j.UniqueKey}
+			if seen[k] {
+				continue
+			}
+			if seen == nil {
+				seen = map[[2]string]bool{}
+			}
+			seen[k] = true
+		}
 		opts := &river.InsertOpts{MaxAttempts: cmp.Or(j.MaxAttempts, jobs.DefaultMaxAttempts)}
 		if j.RunAt.After(now) {
 			opts.ScheduledAt = j.RunAt
 		}
-		params[i] = river.InsertManyParams{Args: jobArgs{JobKind: j.Kind, Args: j.Args}, InsertOpts: opts}
+		if j.UniqueKey != "" {
+			opts.UniqueOpts = uniqueOpts
+		}
+		params = append(params, river.InsertManyParams{Args: jobArgs{JobKind: j.Kind, Args: j.Args, Unique: j.UniqueKey}, InsertOpts: opts})
 	}
 	if st, ok := ctx.Value(txKey{}).(*txState); ok && !st.done.Load() {
 		if st.db != s.db {

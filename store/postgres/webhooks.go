@@ -21,11 +21,12 @@ import (
 const DefaultDeliveriesLimit = 100
 
 const deliveryColumns = `id, environment_id, event_id, type, integration_key, connection_id, url,
-	body, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at`
+	body, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at,
+	next_attempt_at`
 
 // deliveryColumnCount is the number of columns in deliveryColumns: the
 // number of parameters per delivery of CreateDeliveries.
-const deliveryColumnCount = 15
+const deliveryColumnCount = 16
 
 // maxDeliveriesPerStatement keeps CreateDeliveries under Postgres's limit of
 // 65535 parameters per statement.
@@ -47,6 +48,7 @@ type deliveryRow struct {
 	CreatedAt      time.Time  `db:"created_at"`
 	UpdatedAt      time.Time  `db:"updated_at"`
 	DeliveredAt    *time.Time `db:"delivered_at"`
+	NextAttemptAt  time.Time  `db:"next_attempt_at"`
 }
 
 func (r *deliveryRow) delivery() *webhooks.Delivery {
@@ -70,6 +72,7 @@ func (r *deliveryRow) delivery() *webhooks.Delivery {
 		CreatedAt:      r.CreatedAt.UTC(),
 		UpdatedAt:      r.UpdatedAt.UTC(),
 		DeliveredAt:    utcPtr(r.DeliveredAt),
+		NextAttemptAt:  r.NextAttemptAt.UTC(),
 	}
 }
 
@@ -107,14 +110,15 @@ var (
 		SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[], $5::text[],
 			$6::timestamptz[], $7::timestamptz[],
 			$8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-			$15::text[], $16::text[], $17::timestamptz[])
+			$15::text[], $16::text[], $17::timestamptz[], $18::timestamptz[])
 		AS a(id, status, attempts, last_status_code, last_error, updated_at, delivered_at,
 			log_id, environment_id, type, operation, log_status, integration_key, connection_id,
-			message, meta, created_at)),
+			message, meta, created_at, next_attempt_at)),
 	u AS (
 		UPDATE {s}.webhook_deliveries d
 		SET status = a.status, attempts = a.attempts, last_status_code = a.last_status_code,
-			last_error = a.last_error, updated_at = a.updated_at, delivered_at = a.delivered_at
+			last_error = a.last_error, updated_at = a.updated_at, delivered_at = a.delivered_at,
+			next_attempt_at = a.next_attempt_at, claimed_until = '-infinity'
 		FROM a, cfg
 		WHERE d.id = a.id
 		RETURNING d.id),
@@ -134,7 +138,8 @@ var (
 		SELECT id, status FROM {s}.webhook_deliveries WHERE id = $1 FOR UPDATE
 	), upd AS (
 		UPDATE {s}.webhook_deliveries d
-		SET status = 'pending', attempts = 0, last_status_code = 0, last_error = '', delivered_at = NULL, updated_at = $2
+		SET status = 'pending', attempts = 0, last_status_code = 0, last_error = '', delivered_at = NULL,
+			updated_at = $2, next_attempt_at = '0001-01-01 00:00:00+00', claimed_until = '-infinity'
 		FROM old WHERE d.id = old.id AND old.status <> 'pending'
 		RETURNING d.id
 	)
@@ -142,15 +147,44 @@ var (
 	qUpdateDelivery = newQuery(`
 	UPDATE {s}.webhook_deliveries
 	SET status = $2, attempts = $3, last_status_code = $4, last_error = $5, updated_at = $6,
-		delivered_at = $7
+		delivered_at = $7, next_attempt_at = $8, claimed_until = '-infinity'
 	WHERE id = $1`)
+	// qClaimDeliveries claims the pending deliveries due at $1, at most
+	// $2, earliest due first, skipping rows another transaction has
+	// locked (another process claiming them), and moves them to $3. Like
+	// qRecordAttempts it commits without waiting for the WAL flush: a claim
+	// lost in a database crash leaves the deliveries due, to be claimed
+	// again.
+	qClaimDeliveries = newPreparedQuery(`
+	WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
+	due AS (
+		SELECT id FROM {s}.webhook_deliveries
+		WHERE status = 'pending' AND next_attempt_at <= $1 AND claimed_until <= $1
+		ORDER BY next_attempt_at, id
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED)
+	UPDATE {s}.webhook_deliveries d
+	SET claimed_until = $3
+	FROM due, cfg
+	WHERE d.id = due.id
+	RETURNING ` + strings.Replace(prefixed("d.", deliveryColumns), "d.next_attempt_at", "$3::timestamptz AS next_attempt_at", 1))
 )
+
+// prefixed qualifies each column of a comma-separated list with p.
+func prefixed(p, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
 
 // deliveryValueTypes are the SQL types of the columns of deliveryColumns, in
 // order, for the casts of the VALUES rows.
 var deliveryValueTypes = [deliveryColumnCount]string{
 	"text", "bigint", "text", "text", "text", "text", "text",
 	"bytea", "text", "integer", "integer", "text", "timestamptz", "timestamptz", "timestamptz",
+	"timestamptz",
 }
 
 // CreateDeliveries stores the deliveries, all or none. An ID already stored,
@@ -208,7 +242,7 @@ func (s *Store) createDeliveries(ctx context.Context, ds []*webhooks.Delivery) e
 		}
 		args = append(args, d.ID, d.EnvironmentID, d.EventID, d.Type, d.IntegrationKey, d.ConnectionID,
 			d.URL, body, d.Status, d.Attempts, d.LastStatusCode, d.LastError, d.CreatedAt, d.UpdatedAt,
-			utcPtr(d.DeliveredAt))
+			utcPtr(d.DeliveredAt), d.NextAttemptAt.UTC())
 	}
 	b.WriteString(s.text(qCreateDeliveriesTail))
 	res, err := s.ext(ctx).ExecContext(ctx, b.String(), args...)
@@ -277,11 +311,11 @@ func (s *Store) RequeueDelivery(ctx context.Context, id string, at time.Time) (*
 }
 
 // UpdateDelivery replaces Status, Attempts, LastStatusCode, LastError,
-// UpdatedAt and DeliveredAt of the delivery with d.ID, or returns
-// store.ErrNotFound.
+// UpdatedAt, DeliveredAt and NextAttemptAt of the delivery with d.ID, or
+// returns store.ErrNotFound.
 func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error {
 	res, err := s.exec(ctx, qUpdateDelivery, d.ID, d.Status, d.Attempts, d.LastStatusCode, d.LastError,
-		d.UpdatedAt, utcPtr(d.DeliveredAt))
+		d.UpdatedAt, utcPtr(d.DeliveredAt), d.NextAttemptAt.UTC())
 	if err != nil {
 		return dbErr(ctx, "update webhook delivery", err, nil)
 	}
@@ -295,8 +329,32 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 	return nil
 }
 
+// ClaimDeliveries claims up to limit pending deliveries due at now,
+// earliest due first, by moving their NextAttemptAt to until, and returns
+// them. Rows that another transaction holds locked (another process
+// claiming them at the same moment) are skipped, not waited for. It is
+// refused inside a transaction: a claim must be visible to other processes
+// at once.
+func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*webhooks.Delivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if _, ok := liveTx(ctx, s.raw); ok {
+		return nil, errors.New("postgres: ClaimDeliveries inside a transaction")
+	}
+	var rows []deliveryRow
+	if err := s.sel(ctx, qClaimDeliveries, &rows, now.UTC(), limit, until.UTC()); err != nil {
+		return nil, dbErr(ctx, "claim webhook deliveries", err, nil)
+	}
+	out := make([]*webhooks.Delivery, len(rows))
+	for i := range rows {
+		out[i] = rows[i].delivery()
+	}
+	return out, nil
+}
+
 // GetDeliveries returns the deliveries with the ids that exist, in any
-// order. It implements webhooks.DeliveriesGetter.
+// order.
 func (s *Store) GetDeliveries(ctx context.Context, ids []string) ([]*webhooks.Delivery, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -315,8 +373,8 @@ func (s *Store) GetDeliveries(ctx context.Context, ids []string) ([]*webhooks.De
 // RecordAttempts stores the outcomes of delivery attempts and their log
 // entries. Outside a transaction it is one statement per batch of distinct
 // deliveries, whose commit does not wait for the WAL flush: a database
-// crash may lose it, and then the delivery jobs run again (webhooks are
-// delivered at least once). Inside a transaction it is UpdateDelivery and
+// crash may lose it, and then the deliveries are claimed again when their
+// lease ends (webhooks are delivered at least once). Inside a transaction it is UpdateDelivery and
 // AppendLog per attempt, durable with that transaction. An attempt whose
 // delivery is gone is skipped. It implements webhooks.AttemptRecorder.
 func (s *Store) RecordAttempts(ctx context.Context, as []webhooks.Attempt) error {
@@ -364,6 +422,7 @@ func (s *Store) recordAttempts(ctx context.Context, as []webhooks.Attempt) error
 		attempts, codes                              = make([]int64, n), make([]int64, n)
 		updated, created                             = make([]string, n), make([]string, n)
 		delivered, metas                             = make([]sql.NullString, n), make([]sql.NullString, n)
+		next                                         = make([]string, n)
 		logIDs, types, ops, logStatuses, keys, conns = make([]string, n), make([]string, n), make([]string, n),
 			make([]string, n), make([]string, n), make([]string, n)
 		envs     = make([]int64, n)
@@ -374,6 +433,7 @@ func (s *Store) recordAttempts(ctx context.Context, as []webhooks.Attempt) error
 		ids[i], statuses[i], attempts[i], codes[i], lastErrors[i] = d.ID, d.Status, int64(d.Attempts),
 			int64(d.LastStatusCode), d.LastError
 		updated[i] = d.UpdatedAt.UTC().Format(time.RFC3339Nano)
+		next[i] = d.NextAttemptAt.UTC().Format(time.RFC3339Nano)
 		if d.DeliveredAt != nil {
 			delivered[i] = sql.NullString{String: d.DeliveredAt.UTC().Format(time.RFC3339Nano), Valid: true}
 		}
@@ -393,7 +453,7 @@ func (s *Store) recordAttempts(ctx context.Context, as []webhooks.Attempt) error
 		pq.Int64Array(attempts), pq.Int64Array(codes), pq.StringArray(lastErrors), pq.StringArray(updated),
 		pq.Array(delivered), pq.StringArray(logIDs), pq.Int64Array(envs), pq.StringArray(types),
 		pq.StringArray(ops), pq.StringArray(logStatuses), pq.StringArray(keys), pq.StringArray(conns),
-		pq.StringArray(messages), pq.Array(metas), pq.StringArray(created))
+		pq.StringArray(messages), pq.Array(metas), pq.StringArray(created), pq.StringArray(next))
 	return dbErr(ctx, "record webhook attempts", err, nil)
 }
 
@@ -428,7 +488,4 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	return out, nil
 }
 
-var (
-	_ webhooks.AttemptRecorder  = (*Store)(nil)
-	_ webhooks.DeliveriesGetter = (*Store)(nil)
-)
+var _ webhooks.AttemptRecorder = (*Store)(nil)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
@@ -21,6 +23,8 @@ var deliveryTests = []test{
 	{"Copies", testDeliveryCopies},
 	{"Tx", testDeliveryTx},
 	{"Requeue", testDeliveryRequeue},
+	{"Claim", testDeliveryClaim},
+	{"ClaimConcurrent", testDeliveryClaimConcurrent},
 }
 
 func newDeliveryValue(env int64, id string, created int) *webhooks.Delivery {
@@ -344,6 +348,7 @@ func testDeliveryRequeue(t *testing.T, s Store) {
 	must(t, err)
 	want := *d
 	want.UpdatedAt = at(3)
+	want.NextAttemptAt = time.Time{} // due at once, ahead of the others
 	diff(t, "requeued delivery", &want, got)
 
 	// Concurrent requeues of a failed delivery: one wins.
@@ -368,5 +373,125 @@ func testDeliveryRequeue(t *testing.T, s Store) {
 	}
 	if won != 1 {
 		t.Errorf("%d of %d concurrent requeues won, want 1", won, n)
+	}
+}
+
+// testDeliveryClaim: ClaimDeliveries returns the pending deliveries due at
+// now, earliest due first, up to limit, with NextAttemptAt moved to until;
+// a claimed delivery is not claimed again before until, or before an update
+// makes it due again.
+func testDeliveryClaim(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	mk := func(id string, due int, status string) *webhooks.Delivery {
+		d := newDeliveryValue(env.ID, id, 0)
+		d.NextAttemptAt = at(due)
+		d.Status = status
+		return d
+	}
+	must(t, s.CreateDeliveries(ctx,
+		mk("b", 2, webhooks.StatusPending),
+		mk("a", 2, webhooks.StatusPending), // same due time: by id
+		mk("c", 1, webhooks.StatusPending),
+		mk("later", 50, webhooks.StatusPending),
+		mk("done", 0, webhooks.StatusDelivered),
+		mk("failed", 0, webhooks.StatusFailed),
+	))
+	ids := func(ds []*webhooks.Delivery) []string {
+		out := []string{}
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	got, err := s.ClaimDeliveries(ctx, at(10), 2, at(100))
+	must(t, err)
+	diff(t, "first claim", []string{"c", "a"}, ids(got))
+	for _, d := range got {
+		if !d.NextAttemptAt.Equal(at(100)) {
+			t.Errorf("claimed %s: NextAttemptAt %v, want the end of the lease %v", d.ID, d.NextAttemptAt, at(100))
+		}
+		if string(d.Body) != `{"type":"auth","connectionId":"u1"}` || d.URL == "" || d.EnvironmentID != env.ID {
+			t.Errorf("claimed %s lacks its fields: %+v", d.ID, d)
+		}
+	}
+	got, err = s.ClaimDeliveries(ctx, at(10), 10, at(100))
+	must(t, err)
+	diff(t, "second claim", []string{"b"}, ids(got))
+	got, err = s.ClaimDeliveries(ctx, at(10), 10, at(100))
+	must(t, err)
+	diff(t, "claim with nothing due", []string{}, ids(got))
+	got, err = s.ClaimDeliveries(ctx, at(10), 0, at(100))
+	must(t, err)
+	diff(t, "claim of 0", []string{}, ids(got))
+
+	// An update (the outcome of an attempt, or a release) sets the next
+	// due time, claim or not.
+	c, err := s.GetDelivery(ctx, "c")
+	must(t, err)
+	c.Attempts, c.LastStatusCode, c.NextAttemptAt = 1, 500, at(20)
+	must(t, s.UpdateDelivery(ctx, c))
+	got, err = s.ClaimDeliveries(ctx, at(19), 10, at(100))
+	must(t, err)
+	diff(t, "claim before the retry is due", []string{}, ids(got))
+	got, err = s.ClaimDeliveries(ctx, at(20), 10, at(100))
+	must(t, err)
+	diff(t, "claim when the retry is due", []string{"c"}, ids(got))
+	if got[0].Attempts != 1 || got[0].LastStatusCode != 500 {
+		t.Errorf("claimed retry %+v", got[0])
+	}
+	// The lease ends: another process takes over what a dead one claimed
+	// (in an order the store chooses).
+	got, err = s.ClaimDeliveries(ctx, at(100), 10, at(200))
+	must(t, err)
+	claimed := ids(got)
+	slices.Sort(claimed)
+	diff(t, "claim after the leases end", []string{"a", "b", "c", "later"}, claimed)
+}
+
+// testDeliveryClaimConcurrent: concurrent claimers never get the same
+// delivery, and together get them all.
+func testDeliveryClaimConcurrent(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	const n = 200
+	ds := make([]*webhooks.Delivery, n)
+	for i := range ds {
+		ds[i] = newDeliveryValue(env.ID, fmt.Sprintf("d%03d", i), 0)
+		ds[i].NextAttemptAt = at(i % 7)
+	}
+	must(t, s.CreateDeliveries(ctx, ds...))
+	const claimers = 6
+	got := make(chan string, 2*n)
+	errs := make(chan error, claimers)
+	for range claimers {
+		go func() {
+			for {
+				batch, err := s.ClaimDeliveries(ctx, at(10), 7, at(1000))
+				if err != nil || len(batch) == 0 {
+					errs <- err
+					return
+				}
+				for _, d := range batch {
+					got <- d.ID
+				}
+			}
+		}()
+	}
+	for range claimers {
+		must(t, <-errs)
+	}
+	close(got)
+	seen := map[string]int{}
+	for id := range got {
+		seen[id]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct deliveries claimed, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("delivery %s claimed %d times", id, k)
+		}
 	}
 }
