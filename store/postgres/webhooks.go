@@ -98,7 +98,6 @@ var (
 	// qListDeliveries is completed with the conditions, order and limit of
 	// each call.
 	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
-	qGetDeliveries  = newPreparedQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries WHERE id = ANY($1::text[])`)
 	// qRecordAttempts updates deliveries and appends their log entries in
 	// one statement, committed without waiting for the WAL flush
 	// (synchronous_commit off for its own implicit transaction only). Each
@@ -345,23 +344,6 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, u
 	var rows []deliveryRow
 	if err := s.sel(ctx, qClaimDeliveries, &rows, now.UTC(), limit, until.UTC()); err != nil {
 		return nil, dbErr(ctx, "claim webhook deliveries", err, nil)
-	}
-	out := make([]*webhooks.Delivery, len(rows))
-	for i := range rows {
-		out[i] = rows[i].delivery()
-	}
-	return out, nil
-}
-
-// GetDeliveries returns the deliveries with the ids that exist, in any
-// order.
-func (s *Store) GetDeliveries(ctx context.Context, ids []string) ([]*webhooks.Delivery, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var rows []deliveryRow
-	if err := s.sel(ctx, qGetDeliveries, &rows, pq.StringArray(ids)); err != nil {
-		return nil, dbErr(ctx, "get webhook deliveries", err, nil)
 	}
 	out := make([]*webhooks.Delivery, len(rows))
 	for i := range rows {
