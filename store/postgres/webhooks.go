@@ -150,33 +150,19 @@ var (
 	WHERE id = $1`)
 	// qClaimDeliveries claims the pending deliveries due at $1, at most
 	// $2, earliest due first, skipping rows another transaction has
-	// locked (another process claiming them), and moves them to $3. Like
-	// qRecordAttempts it commits without waiting for the WAL flush: a claim
-	// lost in a database crash leaves the deliveries due, to be claimed
-	// again.
+	// locked (another process claiming them), and moves their claim to $3
+	// (claim_webhook_deliveries, migration 007, which also explains why it
+	// is a function). The delivery's NextAttemptAt becomes $3, the lease's
+	// end. Like qRecordAttempts it commits without waiting for the WAL
+	// flush: a claim lost in a database crash leaves the deliveries due, to
+	// be claimed again.
 	qClaimDeliveries = newPreparedQuery(`
-	WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
-	due AS (
-		SELECT id FROM {s}.webhook_deliveries
-		WHERE status = 'pending' AND next_attempt_at <= $1 AND claimed_until <= $1
-		ORDER BY next_attempt_at, id
-		LIMIT $2
-		FOR UPDATE SKIP LOCKED)
-	UPDATE {s}.webhook_deliveries d
-	SET claimed_until = $3
-	FROM due, cfg
-	WHERE d.id = due.id
-	RETURNING ` + strings.Replace(prefixed("d.", deliveryColumns), "d.next_attempt_at", "$3::timestamptz AS next_attempt_at", 1))
+	SELECT c.id, c.environment_id, c.event_id, c.type, c.integration_key, c.connection_id, c.url,
+		c.body, c.status, c.attempts, c.last_status_code, c.last_error, c.created_at, c.updated_at,
+		c.delivered_at, $3::timestamptz AS next_attempt_at
+	FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg,
+		{s}.claim_webhook_deliveries($1, $2, $3) c`)
 )
-
-// prefixed qualifies each column of a comma-separated list with p.
-func prefixed(p, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = p + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
-}
 
 // deliveryValueTypes are the SQL types of the columns of deliveryColumns, in
 // order, for the casts of the VALUES rows.
@@ -447,7 +433,13 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	if f.EnvironmentID != 0 {
 		w.add("environment_id = ?", f.EnvironmentID)
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case webhooks.StatusPending, webhooks.StatusDelivered, webhooks.StatusFailed:
+		// A literal, so that any plan can use the partial index of its
+		// status (failed: migration 007; pending: the due index).
+		w.conds = append(w.conds, "status = "+pq.QuoteLiteral(f.Status))
+	default:
 		w.add("status = ?", f.Status)
 	}
 	if f.ConnectionID != "" {
