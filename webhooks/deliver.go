@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/embedauth/connect/internal/batch"
 	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -48,7 +48,10 @@ type DeliveryConfig struct {
 	// An attempt of a claimed delivery starts within 2·Timeout of the
 	// claim and lasts at most Timeout, so Lease must exceed three times
 	// Timeout (otherwise another process could attempt a delivery that is
-	// still being attempted). Defaults to 3·Timeout plus 1 minute.
+	// still being attempted). Defaults to 3·Timeout plus 1 minute, which
+	// also covers storing the attempt's outcome (normally milliseconds; a
+	// store that takes longer than the margin may see the webhook sent
+	// again, as after a crash).
 	Lease time.Duration
 	// PollInterval is how often a started Deliverer looks for due
 	// deliveries that no job announced: those that another process left
@@ -215,11 +218,13 @@ type Deliverer struct {
 	tx         store.Transactor
 	logger     *slog.Logger
 	now        func() time.Time
-	// records coalesces the outcomes of concurrent attempts into one store
-	// call at a time when the Store is an AttemptRecorder; nil otherwise.
-	// (One stream of large batches measured faster than several of small
-	// ones: each statement costs more than its rows.)
-	records *batch.Batcher[Attempt, struct{}]
+	// recorder is the Store when it is an AttemptRecorder (and there is a
+	// Log); nil otherwise. Each drain then stores the outcomes of its
+	// attempts in the background, one batch at a time (see recordLoop).
+	recorder AttemptRecorder
+	// recordsQueued counts the outcomes handed to a recordQueue and not
+	// yet taken into a statement (tests watch it).
+	recordsQueued atomic.Int64
 	// kick asks the background loop to look for due deliveries; buffered
 	// (1), so that kicks coalesce.
 	kick chan struct{}
@@ -260,13 +265,7 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	d := &Deliverer{cfg: cfg.Delivery.withDefaults(), store: cfg.Store, signingKey: cfg.SigningKey, log: cfg.Log,
 		tx: cfg.Transactor, logger: cfg.Logger, now: cfg.Now, kick: make(chan struct{}, 1)}
 	if r, ok := cfg.Store.(AttemptRecorder); ok && cfg.Log != nil {
-		do := func(ctx context.Context, as []Attempt) ([]struct{}, error) {
-			if err := r.RecordAttempts(ctx, as); err != nil {
-				return nil, err
-			}
-			return make([]struct{}, len(as)), nil
-		}
-		d.records = &batch.Batcher[Attempt, struct{}]{Max: maxBatch, Do: do}
+		d.recorder = r
 	}
 	return d
 }
@@ -396,16 +395,24 @@ func (d *Deliverer) DeliverDue(ctx context.Context) error {
 // the lanes work on the one before. So a claimed delivery waits for a lane
 // for at most 2·Timeout (the batch before it, then a lane), and its attempt
 // ends within 3·Timeout of the claim: the default Lease leaves a minute
-// more.
+// more, for storing the outcome. Outcomes are stored in the background
+// (recordQueue) when the Store is an AttemptRecorder; drain returns once
+// they all are.
 func (d *Deliverer) drain(claim, attempts context.Context) error {
 	var (
 		work  chan *Delivery
 		lanes sync.WaitGroup
+		rec   *recordQueue
 	)
 	defer func() {
 		if work != nil {
 			close(work)
 			lanes.Wait()
+		}
+		if rec != nil {
+			// Every outcome is stored before drain returns: the caller
+			// then looks for due deliveries (and retries) again.
+			rec.close()
 		}
 	}()
 	batches := make(chan []*Delivery, 1)
@@ -434,11 +441,14 @@ func (d *Deliverer) drain(claim, attempts context.Context) error {
 	}()
 	for ds := range batches {
 		if work == nil {
+			if d.recorder != nil {
+				rec = d.startRecording(attempts)
+			}
 			work = make(chan *Delivery)
 			for range d.cfg.Concurrency {
 				lanes.Go(func() {
 					for del := range work {
-						d.deliver(attempts, del)
+						d.deliver(attempts, rec, del)
 					}
 				})
 			}
@@ -487,14 +497,16 @@ func (d *Deliverer) releaseAt(ctx context.Context, ds []*Delivery, at time.Time)
 // deliver makes one attempt of a claimed delivery and records its outcome:
 // delivered, failed (no attempts left), or pending and due after the
 // backoff, or what a 429's Retry-After asks. An attempt that ctx cuts short
-// does not count: the delivery is released, due again at once.
-func (d *Deliverer) deliver(ctx context.Context, del *Delivery) {
-	if err := d.deliverOnce(ctx, del); err != nil && ctx.Err() == nil {
+// does not count: the delivery is released, due again at once. With rec,
+// the outcome is handed to it and stored in the background; otherwise it
+// is stored before deliver returns.
+func (d *Deliverer) deliver(ctx context.Context, rec *recordQueue, del *Delivery) {
+	if err := d.deliverOnce(ctx, rec, del); err != nil && ctx.Err() == nil {
 		d.logger.Error("webhooks: recording a delivery attempt failed", "delivery_id", del.ID, "err", err)
 	}
 }
 
-func (d *Deliverer) deliverOnce(ctx context.Context, del *Delivery) error {
+func (d *Deliverer) deliverOnce(ctx context.Context, rec *recordQueue, del *Delivery) error {
 	if del.Status != StatusPending {
 		return nil
 	}
@@ -551,7 +563,7 @@ func (d *Deliverer) deliverOnce(ctx context.Context, del *Delivery) error {
 		}
 		del.NextAttemptAt = schedNow().Add(wait)
 	}
-	if err := d.save(ctx, del, res, budget); err != nil {
+	if err := d.save(ctx, rec, del, res, budget); err != nil {
 		return err
 	}
 	if del.Status == StatusPending {
@@ -674,17 +686,16 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return max(t.Sub(now), 0), true
 }
 
-// save stores the outcome of an attempt and its log entry, in one
-// transaction when there is a Transactor.
-func (d *Deliverer) save(ctx context.Context, del *Delivery, res attemptResult, budget int) error {
-	if d.records != nil {
+// save stores the outcome of an attempt and its log entry: through rec
+// when there is one, otherwise at once, in one transaction when there is a
+// Transactor.
+func (d *Deliverer) save(ctx context.Context, rec *recordQueue, del *Delivery, res attemptResult, budget int) error {
+	if rec != nil {
 		e := attemptEntry(del, res, budget)
 		d.log.Stamp(e)
-		// The batch's statement holds a copy: del goes on changing.
+		// The queue holds a copy: del goes on changing.
 		snapshot := *del
-		if _, err := d.records.Call(ctx, Attempt{Delivery: &snapshot, Entry: e}); err != nil {
-			return fmt.Errorf("webhooks: record delivery attempt: %w", err)
-		}
+		rec.add(Attempt{Delivery: &snapshot, Entry: e})
 		return nil
 	}
 	do := func(ctx context.Context) error {
@@ -760,4 +771,72 @@ func redactURL(raw string) string {
 		return "(invalid URL)"
 	}
 	return u.Redacted()
+}
+
+// recordQueue stores the outcomes of one drain's attempts in the
+// background: a lane hands its outcome over and goes on to its next
+// delivery instead of waiting for the database. One statement runs at a
+// time, with every outcome handed over while the one before ran (up to
+// maxBatch): one stream of large batches measured faster than several
+// streams of small ones, as each statement costs more than its rows.
+//
+// An outcome that fails to be stored is logged and dropped: its delivery
+// stays claimed until the lease ends, and is then attempted again (at
+// least once).
+type recordQueue struct {
+	in     chan Attempt
+	done   chan struct{}
+	queued *atomic.Int64 // the Deliverer's recordsQueued
+}
+
+// recordTimeout bounds one statement of a recordQueue. Outcomes are stored
+// even while the Deliverer stops, so no context of the caller bounds it.
+const recordTimeout = 30 * time.Second
+
+// startRecording starts a recordQueue; ctx's values reach the store.
+func (d *Deliverer) startRecording(ctx context.Context) *recordQueue {
+	rq := &recordQueue{in: make(chan Attempt, maxBatch), done: make(chan struct{}), queued: &d.recordsQueued}
+	base := context.WithoutCancel(ctx)
+	go func() {
+		defer close(rq.done)
+		batch := make([]Attempt, 0, maxBatch)
+		for a := range rq.in {
+			batch = append(batch[:0], a)
+		more:
+			for len(batch) < maxBatch {
+				select {
+				case a, ok := <-rq.in:
+					if !ok {
+						break more
+					}
+					batch = append(batch, a)
+				default:
+					break more
+				}
+			}
+			rq.queued.Add(-int64(len(batch)))
+			sctx, cancel := context.WithTimeout(base, recordTimeout)
+			err := d.recorder.RecordAttempts(sctx, batch)
+			cancel()
+			if err != nil {
+				d.logger.Error("webhooks: recording delivery attempts failed; their deliveries are attempted again when their lease ends",
+					"attempts", len(batch), "err", err)
+			}
+			clear(batch) // let the attempts be collected
+		}
+	}()
+	return rq
+}
+
+// add hands an outcome over; it waits only when maxBatch outcomes are
+// already waiting.
+func (rq *recordQueue) add(a Attempt) {
+	rq.queued.Add(1)
+	rq.in <- a
+}
+
+// close waits until every outcome handed over is stored (or failed to be).
+func (rq *recordQueue) close() {
+	close(rq.in)
+	<-rq.done
 }

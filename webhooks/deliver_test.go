@@ -543,7 +543,7 @@ func TestDeliverSkipsAndEdgeCases(t *testing.T) {
 		t.Errorf("failed delivery resent: %d calls, %+v", n, f.get(t))
 	}
 	// Nor when a store hands one out anyway.
-	f.d.deliver(ctx, f.get(t))
+	f.d.deliver(ctx, nil, f.get(t))
 	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusFailed || d.Attempts != 0 {
 		t.Errorf("failed delivery resent: %d calls, %+v", len(rc.got()), d)
 	}
@@ -888,12 +888,15 @@ func TestDeliveryConfig(t *testing.T) {
 type batchStore struct {
 	*fakeStore
 	records atomic.Int64
+	first   atomic.Int64  // the number of attempts of the first RecordAttempts
 	gate    chan struct{} // when set, the first RecordAttempts waits on it
 	once    sync.Once
 }
 
 func (s *batchStore) RecordAttempts(ctx context.Context, as []Attempt) error {
-	s.records.Add(1)
+	if s.records.Add(1) == 1 {
+		s.first.Store(int64(len(as)))
+	}
 	if s.gate != nil {
 		s.once.Do(func() { <-s.gate })
 	}
@@ -912,16 +915,19 @@ func (s *batchStore) RecordAttempts(ctx context.Context, as []Attempt) error {
 
 // Concurrent attempts share the Store's batch writes: each webhook is
 // delivered and recorded once, with its log entry, in fewer store calls than
-// deliveries; the deliveries are claimed in batches too.
+// deliveries; the deliveries are claimed in batches too. An attempt does not
+// wait for its outcome to be stored before the next one starts.
 func TestDeliverBatchesStoreCalls(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, status(200))
 	st := &batchStore{fakeStore: newFakeStore(), gate: make(chan struct{})}
-	d := NewDeliverer(DelivererConfig{Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
-	if d.records == nil {
+	const lanes = 4
+	d := NewDeliverer(DelivererConfig{Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st},
+		Delivery: DeliveryConfig{Concurrency: lanes}})
+	if d.recorder == nil {
 		t.Fatal("the Deliverer does not use the batch interface of the Store")
 	}
-	const n = 40 // under the default Concurrency: all at once
+	const n = 40 // ten times the lanes
 	for i := range n {
 		del := &Delivery{ID: NewID(), EnvironmentID: 1, EventID: NewID(), Type: TypeAuth, URL: rc.srv.URL,
 			Body: []byte(`{"n":` + strconv.Itoa(i) + `}`), Status: StatusPending, NextAttemptAt: schedNow()}
@@ -931,9 +937,16 @@ func TestDeliverBatchesStoreCalls(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- d.DeliverDue(context.Background()) }()
-	// The first record holds everyone else's behind it until they all
-	// wait, so they can only share one batch.
-	waitFor(t, "the attempts to queue their records", func() bool { return d.records.Waiting() >= n-1 })
+	// The first record is held until every webhook has arrived: the
+	// attempts go on while it is held, and the other outcomes can only
+	// share one batch after it.
+	waitFor(t, "every outcome to be handed over while the first record is held", func() bool {
+		first := st.first.Load()
+		return first > 0 && len(rc.got()) == n && d.recordsQueued.Load() == n-first
+	})
+	if r := st.records.Load(); r != 1 {
+		t.Errorf("%d RecordAttempts calls started while the first was held, want 1", r)
+	}
 	close(st.gate)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -952,8 +965,8 @@ func TestDeliverBatchesStoreCalls(t *testing.T) {
 	if r := st.records.Load(); r > 2 {
 		t.Errorf("%d RecordAttempts calls for %d concurrent attempts, want at most 2", r, n)
 	}
-	// One claim for all, one that finds none.
-	if c := st.claimCount(); c > 2 {
-		t.Errorf("%d claims for %d deliveries, want at most 2", c, n)
+	// Claims of a lane's worth each, and one that finds none.
+	if c := st.claimCount(); c > n/lanes+1 {
+		t.Errorf("%d claims for %d deliveries in batches of %d, want at most %d", c, n, lanes, n/lanes+1)
 	}
 }
