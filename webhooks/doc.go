@@ -29,9 +29,11 @@
 // retried (DeliveryConfig: 2 retries, 100 ms backoff doubling, 20 s per
 // attempt, redirects not followed), after a 429's or 503's Retry-After when
 // it gives one: the delivery waits in the outbox, due at that time. Each
-// attempt is counted in the Delivery and recorded in the operations log. A delivery whose attempts are used up is failed; the
-// host lists and resends those (connect.Service.ListWebhookDeliveries,
-// ResendWebhook).
+// attempt is counted in the Delivery and recorded in the operations log;
+// with a Store that is an [AttemptRecorder] (store/postgres), outcomes are
+// stored in the background, many per statement, while the next POSTs go
+// out. A delivery whose attempts are used up is failed; the host lists and
+// resends those (connect.Service.ListWebhookDeliveries, ResendWebhook).
 //
 // # Verifying
 //
