@@ -43,13 +43,16 @@
 //     sealed_integrations_config_defaults text; overrides and tags jsonb;
 //     indexed by expires_at for pruning.
 //   - operations_log: text id primary key; indexes for each filter, newest
-//     first.
+//     first; a BRIN index on created_at for pruning by age.
 //   - rate_limits: the counters of [RateLimiter].
 //   - webhook_deliveries: the outbox of outgoing webhooks; text id primary
 //     key; environment_id references environments, ON DELETE CASCADE; body
 //     bytea, so that the signed bytes come back exactly; indexes for
-//     listing by environment, by environment and status, and by environment
-//     and connection, newest first.
+//     listing by environment, by environment and connection, and the failed
+//     ones of an environment, newest first; the due index of pending
+//     deliveries (next_attempt_at, id), which the function
+//     claim_webhook_deliveries reads in order (a function so that its plan
+//     can be pinned to that index: see migration 007).
 //   - river_job, river_leader, river_queue, river_migration,
 //     river_notification (and River's river_job_state type and functions):
 //     the job queue of [Scheduler], created by River's own migrations.
