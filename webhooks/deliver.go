@@ -220,7 +220,7 @@ type Deliverer struct {
 	now        func() time.Time
 	// recorder is the Store when it is an AttemptRecorder (and there is a
 	// Log); nil otherwise. Each drain then stores the outcomes of its
-	// attempts in the background, one batch at a time (see recordLoop).
+	// attempts in the background, one batch at a time (see recordQueue).
 	recorder AttemptRecorder
 	// recordsQueued counts the outcomes handed to a recordQueue and not
 	// yet taken into a statement (tests watch it).
