@@ -198,13 +198,10 @@ func TestDeliverRetriesThenSucceeds(t *testing.T) {
 	f.d.now = func() time.Time { return time.Unix(clock.Add(1), 0) }
 
 	// Attempt 1 fails: pending, due after Backoff. DeliverDue does not
-	// wait for it.
+	// wait for it (it would then have made attempt 2).
 	before := time.Now()
 	f.deliverDue(t)
 	after := time.Now()
-	if after.Sub(before) > 30*time.Second {
-		t.Fatalf("DeliverDue slept through the backoff (%s)", after.Sub(before))
-	}
 	d := f.get(t)
 	if d.Status != StatusPending || d.Attempts != 1 || d.LastStatusCode != 500 || d.LastError != "status 500" || d.DeliveredAt != nil {
 		t.Errorf("after attempt 1: %+v", d)
