@@ -38,12 +38,14 @@ type tokenServer struct {
 	used     map[string]bool
 	issued   int
 	// Settings, changed between requests under mu.
-	hold           chan struct{} // when set, requests are answered once it is closed
 	rotate         bool   // issue a new refresh token on each refresh
 	noRefreshToken bool   // answer without a refresh_token
 	noExpiresIn    bool   // answer without expires_in
 	fail           string // answer 400 with this OAuth error code
 	form           bool   // answer application/x-www-form-urlencoded
+
+	// hold, when set, holds every answer until it is closed.
+	hold chan struct{}
 }
 
 type tokenRequest struct {
