@@ -105,16 +105,16 @@ type Config struct {
 	// NewTransport does at dial time; the proxy still refuses literal IP
 	// addresses the Policy refuses.
 	Transport http.RoundTripper
-	// ResponseHeaderTimeout bounds the wait for each attempt's response
-	// headers, from the moment the request is written (not the body,
-	// which may stream for long); an attempt that times out is retried
+	// ResponseHeaderTimeout bounds the wait for the response headers of
+	// each request sent upstream (each attempt, and each redirect it
+	// follows), from the moment the request is written; the body may then
+	// stream for as long as it takes. An attempt that times out is retried
 	// like a connection reset when the call asked for retries, and the
 	// last one is 504 upstream_timeout. Connecting is bounded apart (30 s
-	// to dial, 10 s for the TLS handshake). A whole call lasts at most
-	// (1 + Retries) times these plus the waits between attempts, and never
-	// longer than its request's context. Default
-	// DefaultResponseHeaderTimeout (100 s); negative means no limit but
-	// the request's context. It applies to the default Transport only.
+	// to dial, 10 s for the TLS handshake), and the whole call by its
+	// request's context. Default DefaultResponseHeaderTimeout (100 s);
+	// negative means no limit but the request's context. It applies to
+	// the default Transport only.
 	ResponseHeaderTimeout time.Duration
 	// MaxRetries caps the Retries option. Default 10.
 	MaxRetries int
