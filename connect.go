@@ -142,7 +142,8 @@ type Config struct {
 	// Proxy tunes the proxy (ProxyHandler, Proxy, ProxyClient): the
 	// address policy (Policy.AllowLoopback, Policy.AllowPrivateNetworks;
 	// by default loopback, private, link-local and metadata addresses are
-	// refused), retries, redirects, body limits (MaxRequestBody and
+	// refused), retries, the upstream timeout (ResponseHeaderTimeout, 100 s
+	// per attempt by default), redirects, body limits (MaxRequestBody and
 	// MaxResponseBody, unlimited by default) and the upstream Transport.
 	// Its Source, Logger and Now are set by New.
 	Proxy proxy.Config

@@ -22,10 +22,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,10 +106,50 @@ func (u *upstream) last() seen {
 }
 
 // proxyBundle is a Service with loopback allowed, fake providers whose
-// APIs are the upstream, and one connection per auth mode.
+// APIs are the upstream, and one connection per auth mode. The proxy's
+// waits between retries go to waits instead of a timer.
 type proxyBundle struct {
 	*refreshBundle
-	up *upstream
+	up    *upstream
+	waits *retryWaits
+}
+
+// retryWaits stands in for the proxy's Sleep (Config.Proxy.Sleep): it
+// records each wait between two attempts and moves the test's clock by it,
+// without sleeping. then, when set, runs before it returns, with the number
+// of waits so far.
+type retryWaits struct {
+	clock *refreshClock
+	mu    sync.Mutex
+	waits []time.Duration
+	then  func(n int)
+}
+
+func (w *retryWaits) Sleep(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	w.waits = append(w.waits, d)
+	n, then := len(w.waits), w.then
+	w.mu.Unlock()
+	w.clock.advance(d)
+	if then != nil {
+		then(n)
+	}
+	return ctx.Err()
+}
+
+// take returns the waits recorded since the last take, and forgets then.
+func (w *retryWaits) take() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.waits
+	w.waits, w.then = nil, nil
+	return out
+}
+
+func (w *retryWaits) onWait(then func(n int)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.then = then
 }
 
 // proxyCatalog adds fake providers on the upstream: px-oauth (OAuth 2, base
@@ -176,7 +218,7 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 	t.Helper()
 	up := newUpstream(t)
 	rb := &refreshBundle{ts: newTokenServer(t), clock: newRefreshClock(), events: &eventLog{}}
-	pb := &proxyBundle{refreshBundle: rb, up: up}
+	pb := &proxyBundle{refreshBundle: rb, up: up, waits: &retryWaits{clock: rb.clock}}
 	cat := proxyCatalog(t, rb.ts, up)
 	rb.bundle = setup(t, b, append([]func(*connect.Config){func(cfg *connect.Config) {
 		cfg.Now = rb.clock.Now
@@ -185,6 +227,7 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 		cfg.Proxy.Policy.AllowLoopback = true
 		cfg.Proxy.RetryWaitMin = time.Millisecond
 		cfg.Proxy.RetryWaitMax = 5 * time.Millisecond
+		cfg.Proxy.Sleep = pb.waits.Sleep
 		rb.cfg = *cfg
 	}}, mutate...)...)
 	for _, in := range []string{
@@ -566,9 +609,16 @@ func TestProxyRetries(t *testing.T) {
 		resp, got := pb.call(t, "POST", "/proxy/r", h, body)
 		return resp, got, pb.up.requests()[before:]
 	}
+	waited := func(t *testing.T, want ...time.Duration) {
+		t.Helper()
+		if got := pb.waits.take(); !slices.Equal(got, want) {
+			t.Errorf("waited %v between the attempts, want %v", got, want)
+		}
+	}
 	t.Run("5xx retried until success, body replayed", func(t *testing.T) {
 		pb.up.setHandle(failFirst(2, 503, nil))
 		t.Cleanup(func() { pb.up.setHandle(nil) })
+		pb.waits.take()
 		resp, body, got := run(t, with(route(pxHeader), "Retries", "3"), `{"a":1}`)
 		if resp.StatusCode != 200 || body != "ok 3" || len(got) != 3 {
 			t.Fatalf("= %d %q after %d calls", resp.StatusCode, body, len(got))
@@ -578,6 +628,7 @@ func TestProxyRetries(t *testing.T) {
 				t.Errorf("attempt got body %q key %q", s.body, s.header.Get("X-Api-Key"))
 			}
 		}
+		waited(t, time.Millisecond, 2*time.Millisecond) // RetryWaitMin, doubled
 	})
 	t.Run("default is no retry", func(t *testing.T) {
 		pb.up.setHandle(failFirst(5, 500, nil))
@@ -610,50 +661,52 @@ func TestProxyRetries(t *testing.T) {
 		}
 	})
 	t.Run("Retry-After seconds honoured", func(t *testing.T) {
-		pb.up.setHandle(failFirst(1, 429, map[string]string{"Retry-After": "1"}))
+		pb.up.setHandle(failFirst(1, 429, map[string]string{"Retry-After": "7"}))
 		t.Cleanup(func() { pb.up.setHandle(nil) })
-		start := time.Now()
+		pb.waits.take()
 		resp, _, got := run(t, with(route(pxHeader), "Retries", "1"), "")
 		if resp.StatusCode != 200 || len(got) != 2 {
 			t.Fatalf("= %d after %d calls", resp.StatusCode, len(got))
 		}
-		if d := time.Since(start); d < 900*time.Millisecond {
-			t.Errorf("retried after %v, want about 1s", d)
-		}
+		waited(t, 7*time.Second)
 	})
 	t.Run("Retry-After date honoured", func(t *testing.T) {
-		at := pb.clock.Now().Add(time.Second).Format(http.TimeFormat)
+		at := pb.clock.Now().Add(5 * time.Second).Format(http.TimeFormat)
+		when, err := http.ParseTime(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := when.Sub(pb.clock.Now()) // the date has whole seconds
 		pb.up.setHandle(failFirst(1, 503, map[string]string{"Retry-After": at}))
 		t.Cleanup(func() { pb.up.setHandle(nil) })
-		start := time.Now()
+		pb.waits.take()
 		resp, _, got := run(t, with(route(pxHeader), "Retries", "1"), "")
 		if resp.StatusCode != 200 || len(got) != 2 {
 			t.Fatalf("= %d after %d calls", resp.StatusCode, len(got))
 		}
-		if d := time.Since(start); d < 900*time.Millisecond {
-			t.Errorf("retried after %v, want about 1s", d)
-		}
+		waited(t, want)
 	})
 	t.Run("provider rate-limit reset header honoured", func(t *testing.T) {
-		reset := strconv.FormatInt(pb.clock.Now().Add(time.Second).Unix(), 10)
-		pb.up.setHandle(failFirst(1, 403, map[string]string{"X-Ratelimit-Reset": reset, "X-Ratelimit-Remaining": "0"}))
+		reset := pb.clock.Now().Add(3 * time.Second).Unix()
+		want := time.Unix(reset, 0).Sub(pb.clock.Now())
+		pb.up.setHandle(failFirst(1, 403, map[string]string{"X-Ratelimit-Reset": strconv.FormatInt(reset, 10), "X-Ratelimit-Remaining": "0"}))
 		t.Cleanup(func() { pb.up.setHandle(nil) })
-		start := time.Now()
+		pb.waits.take()
 		resp, _, got := run(t, with(route(pxRetry), "Retries", "1"), "")
 		if resp.StatusCode != 200 || len(got) != 2 {
 			t.Fatalf("= %d after %d calls (a 403 with remaining 0 is a rate limit)", resp.StatusCode, len(got))
 		}
-		if d := time.Since(start); d < 900*time.Millisecond {
-			t.Errorf("retried after %v, want about 1s", d)
-		}
+		waited(t, want)
 	})
 	t.Run("a wait too long is returned to the caller", func(t *testing.T) {
 		pb.up.setHandle(failFirst(1, 429, map[string]string{"Retry-After": "3600"}))
 		t.Cleanup(func() { pb.up.setHandle(nil) })
+		pb.waits.take()
 		resp, _, got := run(t, with(route(pxHeader), "Retries", "3"), "")
 		if resp.StatusCode != 429 || len(got) != 1 || resp.Header.Get("Retry-After") != "3600" {
 			t.Fatalf("= %d after %d calls", resp.StatusCode, len(got))
 		}
+		waited(t)
 	})
 	t.Run("connection reset retried", func(t *testing.T) {
 		pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
@@ -682,17 +735,27 @@ func TestProxyRetries(t *testing.T) {
 	})
 }
 
+// TestProxyRetriesTimeouts: an attempt whose response headers do not come
+// within ResponseHeaderTimeout is cut and retried when retries were asked
+// for; the last one is 504 upstream_timeout.
 func TestProxyRetriesTimeouts(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = 200 * time.Millisecond })
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
+	// hang never answers; the others answer at once.
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}
+
+	// An attempt that answers must never meet the timeout, whatever the
+	// load: a second is plenty for a loopback answer.
+	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = time.Second })
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
-		if r.URL.Path == "/slow" || i == 1 {
-			select { // never answers in time
-			case <-release:
-			case <-r.Context().Done():
-			}
+		if i == 1 {
+			hang(w, r)
 			return
 		}
 		fmt.Fprint(w, "in time")
@@ -701,9 +764,183 @@ func TestProxyRetriesTimeouts(t *testing.T) {
 	if resp.StatusCode != 200 || body != "in time" || len(pb.up.requests()) != 2 {
 		t.Fatalf("a timed-out attempt retried: %d %q after %d calls", resp.StatusCode, body, len(pb.up.requests()))
 	}
+
+	// When no attempt answers, the timeout's length does not matter.
+	pb = proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = 50 * time.Millisecond })
+	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, _ int) { hang(w, r) })
 	resp, body = pb.call(t, "GET", "/proxy/slow", route(pxHeader), "")
-	if resp.StatusCode != 504 || errorCode(t, body) != proxy.CodeUpstreamTimeout {
-		t.Errorf("timeout: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != 504 || errorCode(t, body) != proxy.CodeUpstreamTimeout || len(pb.up.requests()) != 1 {
+		t.Errorf("timeout: %d %s after %d calls, want 504 after 1", resp.StatusCode, body, len(pb.up.requests()))
+	}
+	resp, body = pb.call(t, "GET", "/proxy/slow", with(route(pxHeader), "Retries", "2"), "")
+	if resp.StatusCode != 504 || errorCode(t, body) != proxy.CodeUpstreamTimeout || len(pb.up.requests()) != 4 {
+		t.Errorf("every attempt timed out: %d %s after %d calls, want 504 after 3 more", resp.StatusCode, body, len(pb.up.requests()))
+	}
+	if w := pb.waits.take(); len(w) != 2 {
+		t.Errorf("%d waits between the attempts, want 2", len(w))
+	}
+}
+
+// closingListener accepts connections on loopback and resets each at once,
+// before any response; accepts counts them.
+func closingListener(t *testing.T) (addr string, accepts *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepts = new(atomic.Int32)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepts.Add(1)
+			if tc, ok := conn.(*net.TCPConn); ok {
+				tc.SetLinger(0) // close with a reset
+			}
+			conn.Close()
+		}
+	}()
+	return ln.Addr().String(), accepts
+}
+
+// closedPort returns a loopback address where nothing listens: connecting
+// to it is refused.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestProxyRetriesNetworkErrors: with Retries, a refused connection and one
+// reset before the response are sent again, up to the retries asked for;
+// the last failure is 502 upstream_error. Without Retries, with a body that
+// cannot be replayed, and for an address the policy refuses, there is one
+// attempt only.
+func TestProxyRetriesNetworkErrors(t *testing.T) {
+	t.Parallel()
+	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.MaxReplayBody = 16 })
+	override := func(addr string, kv ...string) map[string]string {
+		return with(route(pxQuery), append([]string{"Base-Url-Override", "http://" + addr}, kv...)...)
+	}
+	noSecret := func(t *testing.T, body string) {
+		t.Helper()
+		if strings.Contains(body, "key query") || strings.Contains(body, "key+query") {
+			t.Errorf("the API key leaked: %s", body)
+		}
+	}
+
+	t.Run("refused until the upstream is up", func(t *testing.T) {
+		addr := closedPort(t)
+		pb.waits.take()
+		pb.waits.onWait(func(n int) {
+			if n != 2 {
+				return
+			}
+			// The upstream comes up during the second wait: the third
+			// attempt reaches it.
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Errorf("listening on %s again: %v", addr, err)
+				return
+			}
+			srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprint(w, "up at last")
+			})}}
+			srv.Start()
+			t.Cleanup(srv.Close)
+		})
+		resp, body := pb.call(t, "GET", "/proxy/x", override(addr, "Retries", "4"), "")
+		if resp.StatusCode != 200 || body != "up at last" {
+			t.Fatalf("= %d %s", resp.StatusCode, body)
+		}
+		if w := pb.waits.take(); len(w) != 2 {
+			t.Errorf("%d waits, want 2 (two refused attempts, then the one that got through)", len(w))
+		}
+	})
+	t.Run("refused every time", func(t *testing.T) {
+		addr := closedPort(t)
+		pb.waits.take()
+		resp, body := pb.call(t, "GET", "/proxy/x?api_key=zzz", override(addr, "Retries", "2"), "")
+		if resp.StatusCode != 502 || errorCode(t, body) != proxy.CodeUpstreamError {
+			t.Fatalf("= %d %s", resp.StatusCode, body)
+		}
+		if w := pb.waits.take(); len(w) != 2 {
+			t.Errorf("%d waits, want 2 (three attempts)", len(w))
+		}
+		noSecret(t, body)
+	})
+	t.Run("reset before the response", func(t *testing.T) {
+		addr, accepts := closingListener(t)
+		pb.waits.take()
+		resp, body := pb.call(t, "POST", "/proxy/x", override(addr, "Retries", "3"), "replayable")
+		if resp.StatusCode != 502 || errorCode(t, body) != proxy.CodeUpstreamError {
+			t.Fatalf("= %d %s", resp.StatusCode, body)
+		}
+		if n := accepts.Load(); n != 4 {
+			t.Errorf("%d attempts reached the upstream, want 4", n)
+		}
+		if w := pb.waits.take(); len(w) != 3 {
+			t.Errorf("%d waits, want 3", len(w))
+		}
+		noSecret(t, body)
+	})
+	t.Run("no retries asked", func(t *testing.T) {
+		addr, accepts := closingListener(t)
+		pb.waits.take()
+		resp, body := pb.call(t, "GET", "/proxy/x", override(addr), "")
+		if resp.StatusCode != 502 || accepts.Load() != 1 {
+			t.Errorf("= %d %s after %d attempts, want 502 after 1", resp.StatusCode, body, accepts.Load())
+		}
+		if w := pb.waits.take(); len(w) != 0 {
+			t.Errorf("waited %v", w)
+		}
+	})
+	t.Run("a body that cannot be replayed is sent once", func(t *testing.T) {
+		addr, accepts := closingListener(t)
+		pb.waits.take()
+		resp, body := pb.call(t, "POST", "/proxy/x", override(addr, "Retries", "3"), strings.Repeat("b", 64))
+		if resp.StatusCode != 502 || accepts.Load() != 1 {
+			t.Errorf("= %d %s after %d attempts, want 502 after 1", resp.StatusCode, body, accepts.Load())
+		}
+		if w := pb.waits.take(); len(w) != 0 {
+			t.Errorf("waited %v", w)
+		}
+	})
+	t.Run("from Go", func(t *testing.T) {
+		addr, accepts := closingListener(t)
+		pb.waits.take()
+		_, err := pb.svc.Proxy(context.Background(), &proxy.Request{EnvironmentID: pb.env.ID, IntegrationKey: pxQuery,
+			ConnectionID: pxConn, Endpoint: "/x", Options: proxy.Options{Retries: 2, BaseURLOverride: "http://" + addr}})
+		if status, code := proxy.HTTPStatus(err); status != 502 || code != proxy.CodeUpstreamError || accepts.Load() != 3 {
+			t.Errorf("= %d %s (%v) after %d attempts, want 502 after 3", status, code, err, accepts.Load())
+		}
+		pb.waits.take()
+	})
+
+	// An address the policy refuses is never retried: the dial-time check
+	// (localhost resolves to loopback, refused here) answers the same with
+	// and without Retries, without a wait.
+	refusing := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.Policy = proxy.Policy{} })
+	_, port, _ := net.SplitHostPort(refusing.up.srv.Listener.Addr().String())
+	once, onceBody := refusing.call(t, "GET", "/proxy/x", with(route(pxHeader), "Base-Url-Override", "http://localhost:"+port), "")
+	again, againBody := refusing.call(t, "GET", "/proxy/x", with(route(pxHeader), "Base-Url-Override", "http://localhost:"+port, "Retries", "3"), "")
+	if once.StatusCode != http.StatusForbidden || again.StatusCode != once.StatusCode || errorCode(t, againBody) != errorCode(t, onceBody) {
+		t.Errorf("refused address: %d %s without retries, %d %s with", once.StatusCode, onceBody, again.StatusCode, againBody)
+	}
+	if w := refusing.waits.take(); len(w) != 0 {
+		t.Errorf("a refused address was retried: waited %v", w)
+	}
+	if n := len(refusing.up.requests()); n != 0 {
+		t.Errorf("the refused upstream got %d requests", n)
 	}
 }
 

@@ -38,12 +38,14 @@ type tokenServer struct {
 	used     map[string]bool
 	issued   int
 	// Settings, changed between requests under mu.
-	delay          time.Duration
 	rotate         bool   // issue a new refresh token on each refresh
 	noRefreshToken bool   // answer without a refresh_token
 	noExpiresIn    bool   // answer without expires_in
 	fail           string // answer 400 with this OAuth error code
 	form           bool   // answer application/x-www-form-urlencoded
+
+	// hold, when set, holds every answer until it is closed.
+	hold chan struct{}
 }
 
 type tokenRequest struct {
@@ -67,10 +69,14 @@ func (ts *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
 	ts.mu.Lock()
 	ts.calls++
 	ts.requests = append(ts.requests, tokenRequest{path: r.URL.Path, form: r.PostForm, auth: r.Header.Get("Authorization")})
-	delay := ts.delay
+	hold := ts.hold
 	ts.mu.Unlock()
-	if delay > 0 {
-		time.Sleep(delay)
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -385,13 +391,14 @@ func TestRefreshNotDue(t *testing.T) {
 // TestRefreshConcurrentInstances: two Services, each with a Store of its
 // own on the same data (two postgres.Store on one schema; one memory.Store
 // shared), and 50 concurrent reads of an expiring connection: the provider,
-// slow enough for every read to overlap, is called exactly once, and every
-// read returns the new token.
+// which answers only once every read has begun, is called exactly once,
+// and every read returns the new token.
 func TestRefreshConcurrentInstances(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, b *backend) {
 		rb := refreshSetup(t, b)
-		rb.ts.set(func(ts *tokenServer) { ts.delay = 100 * time.Millisecond })
+		hold := make(chan struct{})
+		rb.ts.set(func(ts *tokenServer) { ts.hold = hold })
 		rb.importOAuth(t, "fo", "c1", "rt-0", 5*time.Minute, "")
 
 		cfg2 := rb.cfg
@@ -416,10 +423,13 @@ func TestRefreshConcurrentInstances(t *testing.T) {
 		tokens := make([]string, readers)
 		errs := make([]error, readers)
 		start := make(chan struct{})
-		var wg sync.WaitGroup
+		var wg, begun sync.WaitGroup
+		begun.Add(readers)
+		go func() { begun.Wait(); close(hold) }()
 		for i := range readers {
 			wg.Go(func() {
 				<-start
+				begun.Done()
 				c, err := services[i%2].Connections().Get(context.Background(), rb.env.ID, "fo", "c1", connections.GetOptions{})
 				if err != nil {
 					errs[i] = err
@@ -428,7 +438,6 @@ func TestRefreshConcurrentInstances(t *testing.T) {
 				tokens[i] = c.Credentials.AccessToken
 			})
 		}
-		began := time.Now()
 		close(start)
 		wg.Wait()
 		for i, err := range errs {
@@ -444,7 +453,6 @@ func TestRefreshConcurrentInstances(t *testing.T) {
 		if n := rb.ts.callCount(); n != 1 {
 			t.Errorf("token endpoint called %d times by %d concurrent reads, want exactly 1", n, readers)
 		}
-		t.Logf("%d reads on 2 instances in %v", readers, time.Since(began))
 		if c := rb.stored(t, "fo", "c1"); c.Version != 2 {
 			t.Errorf("stored version %d, want 2 (one refresh)", c.Version)
 		}
@@ -715,7 +723,6 @@ func TestRefreshSweep(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, b *backend) {
 		rb := refreshSetup(t, b)
-		rb.ts.set(func(ts *tokenServer) { ts.delay = 20 * time.Millisecond })
 		rb.importOAuth(t, "fo", "soon", "rt-a", 10*time.Minute, "")
 		rb.importOAuth(t, "fo", "before-next", "rt-b", 18*time.Minute, "")
 		rb.importOAuth(t, "fo", "later", "rt-c", 2*time.Hour, "")
@@ -761,11 +768,17 @@ func TestRefreshSweep(t *testing.T) {
 
 		// 50 minutes later the two refreshed tokens are due again: two
 		// instances sweeping at once call the provider once for each (and
-		// once for the failing one).
+		// once for the failing one). The provider answers once both
+		// sweeps have begun.
 		rb.clock.advance(50 * time.Minute)
-		var wg sync.WaitGroup
+		hold := make(chan struct{})
+		rb.ts.set(func(ts *tokenServer) { ts.hold = hold })
+		var wg, begun sync.WaitGroup
+		begun.Add(2)
+		go func() { begun.Wait(); close(hold) }()
 		for i, svc := range []*connect.Service{rb.svc, svc2} {
 			wg.Go(func() {
+				begun.Done()
 				if _, err := svc.Sweep(context.Background(), 5*time.Minute); err != nil {
 					t.Errorf("sweep %d: %v", i, err)
 				}

@@ -2,6 +2,7 @@ package connect_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,31 +40,71 @@ func instance(t *testing.T, b *backend, workers int) *connect.Service {
 	return svc
 }
 
-// countingReceiver counts deliveries by delivery id; each request waits
-// delay before answering 200.
+// countingReceiver counts deliveries by delivery id and answers 200, at
+// once or, while it holds requests (hold), when released; a request whose
+// sender gives up first is not counted.
 type countingReceiver struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	byID  map[string]int
-	total int
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	byID     map[string]int
+	total    int
+	inFlight int           // requests being answered
+	held     chan struct{} // while open, requests wait for it to close
+	changed  chan struct{} // closed and replaced whenever the above change
 }
 
-func newCountingReceiver(t *testing.T, delay time.Duration) *countingReceiver {
-	r := &countingReceiver{byID: map[string]int{}}
+func newCountingReceiver(t *testing.T) *countingReceiver {
+	r := &countingReceiver{byID: map[string]int{}, changed: make(chan struct{})}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		io.Copy(io.Discard, req.Body)
-		select {
-		case <-time.After(delay):
-		case <-req.Context().Done():
-			return // the sender gave up: not delivered
+		r.mu.Lock()
+		r.inFlight++
+		held := r.held
+		r.changedLocked()
+		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			r.inFlight--
+			r.changedLocked()
+			r.mu.Unlock()
+		}()
+		if held != nil {
+			select {
+			case <-held:
+			case <-req.Context().Done():
+				return // the sender gave up: not delivered
+			}
 		}
 		r.mu.Lock()
 		r.byID[req.Header.Get(webhooks.HeaderDeliveryID)]++
 		r.total++
 		r.mu.Unlock()
 	}))
-	t.Cleanup(r.srv.Close)
+	t.Cleanup(func() { r.release(); r.srv.Close() })
 	return r
+}
+
+func (r *countingReceiver) changedLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// hold makes requests wait until release.
+func (r *countingReceiver) hold() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = make(chan struct{})
+}
+
+// release answers the held requests, and the next ones at once.
+func (r *countingReceiver) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held != nil {
+		close(r.held)
+		r.held = nil
+	}
 }
 
 func (r *countingReceiver) snapshot() (map[string]int, int) {
@@ -76,18 +117,50 @@ func (r *countingReceiver) snapshot() (map[string]int, int) {
 	return m, r.total
 }
 
+// until waits until cond, called with r.mu held, is true. The limit only
+// turns a hang into a failure.
+func (r *countingReceiver) until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		r.mu.Lock()
+		ok, changed := cond(), r.changed
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			t.Fatalf("waited a minute for %s: %d distinct webhooks arrived, %d requests in flight", what, len(r.byID), r.inFlight)
+		}
+	}
+}
+
+// waitFor waits until distinct webhooks have arrived.
 func (r *countingReceiver) waitFor(t *testing.T, distinct int) map[string]int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m, _ := r.snapshot()
-		if len(m) >= distinct {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d webhooks arrived after 30s", len(m), distinct)
-		}
-		time.Sleep(20 * time.Millisecond)
+	r.until(t, fmt.Sprintf("%d webhooks", distinct), func() bool { return len(r.byID) >= distinct })
+	m, _ := r.snapshot()
+	return m
+}
+
+// waitInFlight waits until n requests are being answered at once.
+func (r *countingReceiver) waitInFlight(t *testing.T, n int) {
+	t.Helper()
+	r.until(t, fmt.Sprintf("%d requests in flight", n), func() bool { return r.inFlight >= n })
+}
+
+// stop stops svc and waits for its attempts in flight: after it, the
+// instance sends nothing more.
+func stop(t *testing.T, svc *connect.Service) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := svc.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 }
 
@@ -114,11 +187,13 @@ func notifyN(t *testing.T, svc *connect.Service, env *environments.Environment, 
 }
 
 // TestWebhooksSurviveCrash stops an instance in the middle of deliveries,
-// cancelling the ones in flight, and starts another on the same database:
-// every webhook arrives and ends delivered.
+// cancelling the ones in flight (the receiver holds them until then), and
+// starts another on the same database: every webhook arrives and ends
+// delivered.
 func TestWebhooksSurviveCrash(t *testing.T) {
 	t.Parallel()
-	rc := newCountingReceiver(t, 150*time.Millisecond)
+	rc := newCountingReceiver(t)
+	rc.hold()
 	b, env := clusterSetup(t, rc.srv.URL)
 	a := instance(t, b, 4)
 	const n = 40
@@ -126,14 +201,20 @@ func TestWebhooksSurviveCrash(t *testing.T) {
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rc.waitFor(t, 4)
+	rc.waitInFlight(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	a.Stop(ctx) // the deadline passes with deliveries in flight: they are cancelled
+	a.Stop(ctx) // the deadline passes with four deliveries in flight: they are cancelled
 	cancel()
-	before, _ := rc.snapshot()
-	if len(before) >= n {
-		t.Fatalf("all %d delivered before the stop; the test proves nothing", n)
+	ds, err := a.ListWebhookDeliveries(context.Background(), webhooks.DeliveryFilter{EnvironmentID: env.ID, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, d := range ds {
+		if d.Status != webhooks.StatusPending {
+			t.Errorf("delivery %s is %s after the crash; no webhook was answered", d.ID, d.Status)
+		}
+	}
+	rc.release()
 
 	bSvc := instance(t, b, 4)
 	if err := bSvc.Start(context.Background()); err != nil {
@@ -145,7 +226,7 @@ func TestWebhooksSurviveCrash(t *testing.T) {
 		bSvc.Stop(ctx)
 	})
 	rc.waitFor(t, n)
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		ds, err := bSvc.ListWebhookDeliveries(context.Background(), webhooks.DeliveryFilter{EnvironmentID: env.ID, Limit: 1000})
 		if err != nil {
@@ -161,7 +242,7 @@ func TestWebhooksSurviveCrash(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries, %d delivered", len(ds), done)
+			t.Fatalf("%d deliveries, %d delivered, a minute after every webhook arrived", len(ds), done)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -171,7 +252,7 @@ func TestWebhooksSurviveCrash(t *testing.T) {
 // each webhook arrives exactly once.
 func TestWebhooksTwoInstancesDeliverOnce(t *testing.T) {
 	t.Parallel()
-	rc := newCountingReceiver(t, time.Millisecond)
+	rc := newCountingReceiver(t)
 	b, env := clusterSetup(t, rc.srv.URL)
 	a, c := instance(t, b, 5), instance(t, b, 5)
 	for _, svc := range []*connect.Service{a, c} {
@@ -187,8 +268,11 @@ func TestWebhooksTwoInstancesDeliverOnce(t *testing.T) {
 	const n = 100
 	notifyN(t, a, env, n/2)
 	notifyN(t, c, env, n/2)
-	got := rc.waitFor(t, n)
-	time.Sleep(300 * time.Millisecond) // time for a duplicate to show up
+	rc.waitFor(t, n)
+	// Once both have stopped, nothing is in flight: a duplicate would have
+	// arrived.
+	stop(t, a)
+	stop(t, c)
 	got, total := rc.snapshot()
 	if total != n {
 		t.Errorf("receiver got %d requests for %d webhooks", total, n)
@@ -203,46 +287,57 @@ func TestWebhooksTwoInstancesDeliverOnce(t *testing.T) {
 // TestWebhooksDeadInstanceLease: deliveries claimed by a process that died
 // (its claim is in the outbox, nobody works it) are not sent by another
 // instance while the claim's lease lasts, and are sent, once each, when it
-// ends.
+// has ended.
 func TestWebhooksDeadInstanceLease(t *testing.T) {
 	t.Parallel()
-	rc := newCountingReceiver(t, time.Millisecond)
+	rc := newCountingReceiver(t)
 	b, env := clusterSetup(t, rc.srv.URL)
 	a := instance(t, b, 4)
 	const n = 10
-	notifyN(t, a, env, n)
 	st, err := postgres.New(b.db, &postgres.Options{Schema: b.schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	now := time.Now()
-	const lease = 2 * time.Second
-	claimed, err := st.ClaimDeliveries(context.Background(), now, 100, now.Add(lease))
-	if err != nil || len(claimed) != n {
-		t.Fatalf("the dead instance claimed %d deliveries, %v; want %d", len(claimed), err, n)
+	// deadClaims has a process claim the deliveries due now, and die.
+	deadClaims := func(lease time.Duration) {
+		t.Helper()
+		now := time.Now()
+		claimed, err := st.ClaimDeliveries(context.Background(), now, 100, now.Add(lease))
+		if err != nil || len(claimed) != n {
+			t.Fatalf("the dead instance claimed %d deliveries, %v; want %d", len(claimed), err, n)
+		}
 	}
-	// a never starts: it died holding the claims. Another instance starts.
+
+	// Claimed for an hour, longer than the test: another instance sends
+	// the webhook notified after them, which was due later, and not them.
+	notifyN(t, a, env, n)
+	deadClaims(time.Hour)
 	c := instance(t, b, 4)
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
-	time.Sleep(lease / 2)
-	if _, total := rc.snapshot(); total != 0 {
-		t.Fatalf("%d webhooks sent while the dead instance's lease lasted", total)
+	t.Cleanup(func() { stop(t, c) })
+	notifyN(t, c, env, 1)
+	rc.waitFor(t, 1)
+	stop(t, c)
+	if _, total := rc.snapshot(); total != 1 {
+		t.Fatalf("receiver got %d requests, want 1: webhooks were sent while the dead instance's lease lasted", total)
 	}
-	got := rc.waitFor(t, n)
-	if elapsed := time.Since(now); elapsed < lease {
-		t.Errorf("delivered %s after the claim, before its lease of %s ended", elapsed, lease)
+
+	// Claimed for a moment: once the lease ends, another instance sends
+	// them, once each.
+	notifyN(t, a, env, n)
+	deadClaims(200 * time.Millisecond)
+	d := instance(t, b, 4)
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	t.Cleanup(func() { stop(t, d) })
+	rc.waitFor(t, 1+n)
+	stop(t, d)
 	got, total := rc.snapshot()
-	if total != n || len(got) != n {
-		t.Errorf("receiver got %d requests for %d webhooks (%d distinct)", total, n, len(got))
+	if total != 1+n || len(got) != 1+n {
+		t.Errorf("receiver got %d requests for %d webhooks (%d distinct)", total, 1+n, len(got))
 	}
 }

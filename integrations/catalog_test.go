@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -38,7 +41,11 @@ func names(ps []*Provider) []string {
 	return out
 }
 
-func TestDefaultCatalogSizeAndCost(t *testing.T) {
+// TestDefaultCatalogSizeAndOrder: the embedded catalogue is large and lists
+// the most used providers first. Its cost is measured by
+// BenchmarkDefaultCatalog, not here: a test must not depend on how fast the
+// machine is.
+func TestDefaultCatalogSizeAndOrder(t *testing.T) {
 	t.Parallel()
 	c := defaultCatalog(t)
 	if c.Len() < 150 {
@@ -47,27 +54,82 @@ func TestDefaultCatalogSizeAndCost(t *testing.T) {
 	if got := names(c.List()[:4]); !slices.Equal(got, []string{"github", "github-app", "google", "google-calendar"}) {
 		t.Errorf("first providers = %v; want the most used first", got)
 	}
-	// Cheap enough to call once per Service: take the best of a few runs to
-	// ignore scheduling noise; the bound leaves room for -race.
-	best := time.Hour
-	for range 3 {
-		start := time.Now()
-		if _, err := DefaultCatalog(); err != nil {
-			t.Fatal(err)
-		}
-		best = min(best, time.Since(start))
-	}
-	if best > 500*time.Millisecond {
-		t.Errorf("DefaultCatalog took %v; want well under a second", best)
-	}
 }
 
+// BenchmarkDefaultCatalog measures DefaultCatalog, which connect.New calls
+// once when Config.Providers is nil, against a baseline in the same run:
+// decoding the same embedded YAML files into generic values with yaml.v3,
+// the work any loader of this data does. DefaultCatalog adds typed
+// decoding with unknown fields refused, alias resolution, defaults and
+// validation of every provider. The goal is at most 1.5 times the baseline
+// (measured: 0.96-1.22, at 10-33 ms per catalogue on a loaded 2-core
+// machine, where the absolute figure varied threefold and the ratio did not).
+//
+// Sub-benchmarks: yaml (the baseline), catalog (DefaultCatalog), and ratio,
+// which runs the two alternately so that they see the same machine load and
+// reports yaml-ms, catalog-ms and ratio (catalog / yaml, the goal metric);
+// its ns/op is the sum of the two.
+//
+//	go test -run '^$' -bench BenchmarkDefaultCatalog ./integrations
 func BenchmarkDefaultCatalog(b *testing.B) {
-	for b.Loop() {
+	files := embeddedFiles(b)
+	decode := func() {
+		for _, data := range files {
+			var v any
+			if err := yaml.Unmarshal(data, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	load := func() {
 		if _, err := DefaultCatalog(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.Run("yaml", func(b *testing.B) {
+		for b.Loop() {
+			decode()
+		}
+	})
+	b.Run("catalog", func(b *testing.B) {
+		for b.Loop() {
+			load()
+		}
+	})
+	b.Run("ratio", func(b *testing.B) {
+		var base, cat time.Duration
+		for b.Loop() {
+			start := time.Now()
+			decode()
+			mid := time.Now()
+			load()
+			base, cat = base+mid.Sub(start), cat+time.Since(mid)
+		}
+		b.ReportMetric(float64(base.Microseconds())/1e3/float64(b.N), "yaml-ms")
+		b.ReportMetric(float64(cat.Microseconds())/1e3/float64(b.N), "catalog-ms")
+		b.ReportMetric(float64(cat)/float64(base), "ratio")
+	})
+}
+
+// embeddedFiles returns the embedded provider files.
+func embeddedFiles(tb testing.TB) [][]byte {
+	tb.Helper()
+	entries, err := fs.ReadDir(embeddedProviders, "providers")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var files [][]byte
+	for _, e := range entries {
+		data, err := embeddedProviders.ReadFile(path.Join("providers", e.Name()))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	if len(files) == 0 {
+		tb.Fatal("no embedded provider files")
+	}
+	return files
 }
 
 // mustHave are providers the embedded catalogue must hold.

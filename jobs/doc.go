@@ -18,7 +18,9 @@
 //     Its queue lives in memory and is lost when the process exits. With
 //     MemoryOptions.Hooker set to the memory Store, a job enqueued in
 //     Store.WithTx is queued when the transaction commits, and never if it
-//     rolls back. [Memory.Wait] lets tests wait until the queue is empty.
+//     rolls back. [Memory.Wait] lets tests wait until the queue is empty,
+//     and [Memory.WaitIdle], with MemoryOptions.Now a clock the test
+//     moves, until what is due at the clock's time has run.
 //   - The Postgres one built on River, postgres.NewScheduler in
 //     [github.com/embedauth/connect/store/postgres], whose jobs are rows of
 //     River's tables in the Store's schema. A job inserted with a context

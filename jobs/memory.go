@@ -461,3 +461,16 @@ func (m *Memory) waitFor(ctx context.Context, cond func() bool) error {
 func (m *Memory) Wait(ctx context.Context) error {
 	return m.waitFor(ctx, func() bool { return m.running == 0 && len(m.queue) == 0 })
 }
+
+// WaitIdle blocks until no job runs and none of the queued ones is due by
+// MemoryOptions.Now: every job that moving an injected clock forward made
+// due has run (and the retries and snoozes it caused are queued for
+// later), while jobs due later stay queued. It returns ctx's error if ctx
+// ends first, which it does when the scheduler is stopped with due jobs.
+// It is meant for tests that move the clock and then check what ran, and
+// what did not.
+func (m *Memory) WaitIdle(ctx context.Context) error {
+	return m.waitFor(ctx, func() bool {
+		return m.running == 0 && (len(m.queue) == 0 || m.queue[0].runAt.After(m.now()))
+	})
+}

@@ -68,18 +68,28 @@ func TestMemoryWithoutHooker(t *testing.T) {
 	}
 }
 
-// At most Workers jobs run at once.
+// Workers jobs run at once, and no more: the first ones wait until Workers
+// of them run together (which never happens with fewer workers: Wait then
+// fails), and no job ever sees more than Workers running.
 func TestMemoryWorkers(t *testing.T) {
 	t.Parallel()
 	const workers, n = 3, 20
 	s := jobs.NewMemory(jobs.MemoryOptions{Workers: workers})
 	var running, most atomic.Int32
-	if err := s.Register("k", func(context.Context, *jobs.Run) error {
+	full := make(chan struct{})
+	var fullOnce sync.Once
+	if err := s.Register("k", func(ctx context.Context, _ *jobs.Run) error {
 		now := running.Add(1)
 		defer running.Add(-1)
 		for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
 		}
-		time.Sleep(2 * time.Millisecond)
+		if now == workers {
+			fullOnce.Do(func() { close(full) })
+		}
+		select {
+		case <-full:
+		case <-ctx.Done():
+		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -149,14 +159,21 @@ func TestMemoryInjectedClock(t *testing.T) {
 		defer mu.Unlock()
 		return append([]int(nil), attempts...)
 	}
-	// wait returns once no job runs and none is due: Wait itself would
-	// wait for the job scheduled in the future.
+	// short returns once no job runs and none is due at the clock's time
+	// (WaitIdle): Wait itself would wait for the job scheduled in the
+	// future. Then Wait, with a context already ended, must report that
+	// a job is still queued.
 	short := func() {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		if err := s.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Wait = %v with a job in the future, want DeadlineExceeded", err)
+		if err := s.WaitIdle(ctx); err != nil {
+			t.Fatalf("WaitIdle: %v", err)
+		}
+		ended, end := context.WithCancel(t.Context())
+		end()
+		if err := s.Wait(ended); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait = %v with a job in the future, want the context's error", err)
 		}
 	}
 	short()

@@ -349,13 +349,21 @@ func (c *call) send(req *http.Request) (*http.Response, error) {
 		}
 		rr.ContentLength = length
 	}
+	// The wait between attempts goes through Config.Sleep: Backoff only
+	// decides it, go-retryablehttp's own timer gets zero, and PrepareRetry
+	// (run before each retry) waits.
+	var wait time.Duration
 	rc := &retryablehttp.Client{
 		HTTPClient:   c.p.client,
 		RetryWaitMin: c.p.cfg.RetryWaitMin,
 		RetryWaitMax: c.p.cfg.RetryWaitMax,
 		RetryMax:     c.opts.Retries,
 		CheckRetry:   c.checkRetry,
-		Backoff:      c.backoff,
+		Backoff: func(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
+			wait = c.backoff(minWait, maxWait, attempt, resp)
+			return 0
+		},
+		PrepareRetry: func(r *http.Request) error { return c.p.cfg.Sleep(r.Context(), wait) },
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
 	resp, err := rc.Do(rr)
@@ -366,11 +374,12 @@ func (c *call) send(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// checkRetry is the retry policy: network resets, timeouts and aborts;
-// 5xx and 429 (or the provider's own error codes when its catalogue entry
-// lists them); the Retry-On statuses; a provider's rate-limit "remaining"
-// header at 0. A response asking for a wait longer than MaxRetryWait, or
-// past the request's deadline, is not retried: it is returned as it is.
+// checkRetry is the retry policy: the transient network errors of
+// retryableError; 5xx and 429 (or the provider's own error codes when its
+// catalogue entry lists them); the Retry-On statuses; a provider's
+// rate-limit "remaining" header at 0. A response asking for a wait longer
+// than MaxRetryWait, or past the request's deadline, is not retried: it is
+// returned as it is.
 func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
@@ -392,17 +401,37 @@ func (c *call) checkRetry(ctx context.Context, resp *http.Response, err error) (
 	return true, nil
 }
 
+// retryableError reports whether a failed attempt may succeed if sent
+// again: the network errors Nango's proxy retries (connection reset,
+// refused or aborted, timeouts, unreachable host or network, a temporary
+// DNS failure such as EAI_AGAIN) and a connection closed before the
+// response (EOF, EPIPE). A name that does not exist (NXDOMAIN) and an
+// address the Policy refuses are not retried, nor is anything else (TLS
+// certificate errors, malformed responses).
 func retryableError(err error) bool {
 	var ae *AddressError
 	if errors.As(err, &ae) {
 		return false
 	}
-	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ETIMEDOUT) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return !dnsErr.IsNotFound && (dnsErr.IsTemporary || dnsErr.IsTimeout)
+	}
+	for _, e := range retryableErrnos {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return true
 	}
 	return isTimeout(err)
 }
+
+// retryableErrnos are the system errors of a connection that failed
+// before, or while, the upstream answered.
+var retryableErrnos = []error{syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.ECONNABORTED, syscall.ETIMEDOUT,
+	syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.EPIPE}
 
 func isTimeout(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -37,14 +37,18 @@
 //
 // # Retries and refresh
 //
-// Retries (default 0) are made with go-retryablehttp: network resets,
-// timeouts and aborts, 5xx, 429 and the Retry-On statuses, with
-// exponential backoff, honouring Retry-After and the provider's rate-limit
-// reset headers, within the request's context. Only bodies kept in memory
-// ([Config.MaxReplayBody]) are replayed. When the retries run out, the
-// last upstream response is returned unchanged. A 401 on an OAuth 2
-// connection makes the [Source] refresh the token once, and the call is
-// sent once more.
+// Retries (default 0) are made with go-retryablehttp: transient network
+// errors (connection reset, refused or aborted, timeouts, unreachable host
+// or network, a temporary DNS failure; never an address the [Policy]
+// refuses, nor a name that does not exist), 5xx, 429 and the Retry-On
+// statuses, with exponential backoff, honouring Retry-After and the
+// provider's rate-limit reset headers, within the request's context. Only
+// bodies kept in memory ([Config.MaxReplayBody]) are replayed. When the
+// retries run out, the last upstream response is returned unchanged, or
+// the last failure: 502 upstream_error, or 504 upstream_timeout when no
+// response headers came within [Config.ResponseHeaderTimeout] (100 s by
+// default, per attempt). A 401 on an OAuth 2 connection makes the [Source]
+// refresh the token once, and the call is sent once more.
 //
 // # Safety
 //

@@ -41,6 +41,14 @@ const (
 	DefaultMaxReplayBody = 1 << 20
 )
 
+// DefaultResponseHeaderTimeout is the default of Config.ResponseHeaderTimeout:
+// each attempt's wait for the upstream's response headers. It is the 100 s
+// after which Cloudflare, in front of many providers' APIs, answers 524
+// itself (AWS load balancers and nginx give up after 60 s by default), so
+// it cuts attempts that would not have been answered anyway, and leaves
+// slow but live endpoints (reports, exports, long completions) alone.
+const DefaultResponseHeaderTimeout = 100 * time.Second
+
 // Target is what the proxy needs to call a connection's API: the connection
 // with its credentials opened (and refreshed when they were about to
 // expire), its provider, and the integration's OAuth client when the
@@ -97,11 +105,16 @@ type Config struct {
 	// NewTransport does at dial time; the proxy still refuses literal IP
 	// addresses the Policy refuses.
 	Transport http.RoundTripper
-	// ResponseHeaderTimeout bounds the wait for each attempt's response
-	// headers (not the body, which may stream for long); an attempt that
-	// times out is retried like a connection reset, and the last one is
-	// 504 upstream_timeout. Zero means no limit but the request's context.
-	// It applies to the default Transport only.
+	// ResponseHeaderTimeout bounds the wait for the response headers of
+	// each request sent upstream (each attempt, and each redirect it
+	// follows), from the moment the request is written; the body may then
+	// stream for as long as it takes. An attempt that times out is retried
+	// like a connection reset when the call asked for retries, and the
+	// last one is 504 upstream_timeout. Connecting is bounded apart (30 s
+	// to dial, 10 s for the TLS handshake), and the whole call by its
+	// request's context. Default DefaultResponseHeaderTimeout (100 s);
+	// negative means no limit but the request's context. It applies to
+	// the default Transport only.
 	ResponseHeaderTimeout time.Duration
 	// MaxRetries caps the Retries option. Default 10.
 	MaxRetries int
@@ -135,6 +148,11 @@ type Config struct {
 	// Now returns the current time; it dates Retry-After values. Defaults
 	// to time.Now.
 	Now func() time.Time
+	// Sleep waits d between two attempts of a call, or until ctx ends,
+	// when it returns ctx's error (and the call ends with it). Defaults to
+	// a timer. With Now, it lets tests run retries on a clock of their
+	// own, without waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Proxy calls providers' APIs with a connection's credentials. Create it
@@ -152,7 +170,7 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Source == nil {
 		return nil, errors.New("proxy: Config.Source is required")
 	}
-	if cfg.MaxRetries < 0 || cfg.ResponseHeaderTimeout < 0 || cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 || cfg.MaxRetryWait < 0 ||
+	if cfg.MaxRetries < 0 || cfg.RetryWaitMin < 0 || cfg.RetryWaitMax < 0 || cfg.MaxRetryWait < 0 ||
 		cfg.MaxRequestBody < 0 || cfg.MaxResponseBody < 0 || cfg.MaxReplayBody < 0 {
 		return nil, errors.New("proxy: Config limits and waits must not be negative")
 	}
@@ -183,6 +201,15 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	switch {
+	case cfg.ResponseHeaderTimeout == 0:
+		cfg.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	case cfg.ResponseHeaderTimeout < 0:
+		cfg.ResponseHeaderTimeout = 0 // http.Transport: no limit
+	}
 	p := &Proxy{cfg: cfg, base: cfg.Transport}
 	if p.base == nil {
 		tr := NewTransport(cfg.Policy)
@@ -202,6 +229,21 @@ func New(cfg Config) (*Proxy, error) {
 		ErrorLog:       slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return p, nil
+}
+
+// sleep is the default Config.Sleep.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -61,18 +61,23 @@ func TestRunMemory(t *testing.T) {
 	go func() { done <- run(ctx, slog.New(slog.DiscardHandler), env) }()
 
 	base := "http://127.0.0.1:" + port
-	var resp *http.Response
-	var err error
-	for i := 0; i < 100; i++ {
-		if resp, err = http.Get(base + "/health"); err == nil {
+	// Wait until the server answers, or run returns; the limit only turns a
+	// hang into a failure.
+	timeout := time.After(time.Minute)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("run returned %v before the server answered", err)
+		case <-timeout:
+			t.Fatalf("the server did not answer within a minute: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
 
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest("GET", base+path, nil)

@@ -379,6 +379,9 @@ func testCancel(t *testing.T, env *Env) {
 	}
 }
 
+// testRunAt: a job does not run before its RunAt, and runs once it is
+// due (Idle waits for it, within the suite's timeout); a job whose RunAt
+// has passed runs at once.
 func testRunAt(t *testing.T, env *Env) {
 	s := env.Scheduler
 	var r recorder
@@ -396,9 +399,6 @@ func testRunAt(t *testing.T, env *Env) {
 		// Postgres keeps microseconds: allow for the truncation.
 		if rec.n == 1 && rec.at.Before(later.Add(-time.Millisecond)) {
 			t.Errorf("job with RunAt %s ran at %s", later.Format(time.StampMicro), rec.at.Format(time.StampMicro))
-		}
-		if rec.n == 1 && rec.at.After(later.Add(2*time.Second)) {
-			t.Errorf("job with RunAt %s ran late, at %s", later.Format(time.StampMicro), rec.at.Format(time.StampMicro))
 		}
 	}
 	if got := r.countByN(); got[1] != 1 || got[2] != 1 {
@@ -552,14 +552,20 @@ func testStopCancels(t *testing.T, env *Env) {
 			t.Fatal("the jobs never all started")
 		}
 	}
+	// The handlers return only when cancelled: Stop returns only if its
+	// deadline made it cancel them. The suite's timeout only keeps a Stop
+	// that never cancels from hanging the test.
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	begin := time.Now()
-	if err := a.Stop(ctx); err != nil {
-		t.Errorf("Stop: %v", err)
-	}
-	if took := time.Since(begin); took > 5*time.Second {
-		t.Errorf("Stop took %s with a deadline of 100ms", took)
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.Stop(ctx) }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	case <-waitCtx(t).Done():
+		t.Fatalf("Stop did not return within %s of its 100ms deadline: it did not cancel the running jobs", timeout)
 	}
 	if got := sawCancel.Load(); got != n {
 		t.Errorf("%d handlers saw their context cancelled, want %d", got, n)
