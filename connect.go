@@ -115,9 +115,12 @@ type Config struct {
 
 	// RefreshThreshold: reading a connection with its credentials
 	// (GET /connections/{id}, Connections().Get) first refreshes an OAuth 2
-	// or client-credentials token that expires within it; a provider's
-	// token_expiration_buffer (seconds) replaces it. force_refresh=true
-	// refreshes whenever the connection can be. Defaults to 15 minutes.
+	// or client-credentials token that expires within it and has at most
+	// half of its lifetime left (so a token that lives shorter than the
+	// threshold is refreshed once half used, not on every read; see
+	// connections.RefreshDue); a provider's token_expiration_buffer
+	// (seconds) replaces it. force_refresh=true refreshes whenever the
+	// connection can be. Defaults to 15 minutes.
 	RefreshThreshold time.Duration
 	// RefreshTimeout bounds each request to a provider's token endpoint.
 	// Defaults to 10 seconds.
@@ -178,7 +181,9 @@ type Config struct {
 	// MaintenanceInterval is how often a started Service sweeps: it
 	// refreshes tokens that would expire before the next sweep (plus
 	// RefreshThreshold), so that connections nobody reads stay valid and
-	// their refresh tokens stay in use, and it deletes expired connect
+	// their refresh tokens stay in use (a token that lives shorter than
+	// that window is refreshed once per window, not at every sweep; see
+	// connections.SweepDue), and it deletes expired connect
 	// sessions and OAuth flows. Several instances may sweep at once: each
 	// token is still refreshed once. Defaults to 5 minutes; negative
 	// disables the sweeps (call Sweep yourself).
@@ -455,8 +460,10 @@ type SweepResult struct {
 
 // Sweep runs one maintenance pass now (a started Service runs one every
 // Config.MaintenanceInterval): it refreshes every token that expires within
-// within plus RefreshThreshold, and deletes expired connect sessions and
-// OAuth flows.
+// within plus RefreshThreshold (the window) and has at most half of its
+// lifetime left, unless it was obtained less than one window ago
+// (connections.SweepDue), and deletes expired connect sessions and OAuth
+// flows.
 func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult, error) {
 	var res SweepResult
 	var err error
