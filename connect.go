@@ -45,6 +45,13 @@ type Config struct {
 	// environment variable values with AES-256-GCM. The first key is the
 	// primary: new values are sealed with it; the others only open old
 	// values until ReencryptSecrets has re-sealed them. Required.
+	//
+	// Keep them: a secret sealed under a key that is lost cannot be read
+	// again. Start (and CheckEncryptionKeys) refuse to run without a key
+	// that stored secrets need, and a read that meets one answers 500
+	// unknown_encryption_key. Give each key material its own id (the
+	// reference server derives it from a hash of the key): a value sealed
+	// under an id whose key changed answers encryption_key_mismatch.
 	EncryptionKeys []EncryptionKey
 
 	// Providers is the provider catalogue. Defaults to
@@ -424,11 +431,18 @@ func (s *Service) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry,
 // Start starts background work (the Scheduler, which delivers webhooks). It
 // returns at once; Stop ends the work. Webhooks are stored in the outbox
 // whether or not the Service is started, and delivered once it is.
+//
+// It first checks the encryption keys (CheckEncryptionKeys) and refuses to
+// start, with a *MissingKeysError, when the Store holds secrets sealed
+// under keys that Config.EncryptionKeys lacks.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return errors.New("connect: Service already started")
+	}
+	if err := s.CheckEncryptionKeys(ctx); err != nil {
+		return err
 	}
 	if err := s.deliverer.Start(ctx); err != nil {
 		return fmt.Errorf("connect: start webhook delivery: %w", err)
@@ -546,10 +560,23 @@ func (s *Service) Stop(ctx context.Context) error {
 
 // ReencryptSecrets re-seals, under the primary encryption key, every secret
 // still sealed with another key: signing keys, environment variables,
-// integration credentials and connection credentials. It returns how many
-// values it re-sealed. After it returns without error, older keys can be
-// removed from Config.EncryptionKeys.
+// integration credentials, connection credentials, connect sessions'
+// defaults and OAuth flows' secrets. It returns how many values it
+// re-sealed. After it returns without error, older keys can be removed
+// from Config.EncryptionKeys: it also drops their ids from the Store's
+// registry (see CheckEncryptionKeys) when no value names them any longer.
 func (s *Service) ReencryptSecrets(ctx context.Context) (int, error) {
+	n, err := s.reencryptRecords(ctx)
+	if err != nil {
+		return n, err
+	}
+	k, err := s.resealRest(ctx)
+	return n + k, err
+}
+
+// reencryptRecords re-seals the secrets of environments, integrations and
+// connections, record by record.
+func (s *Service) reencryptRecords(ctx context.Context) (int, error) {
 	n, err := s.environments.Reseal(ctx)
 	if err != nil {
 		return n, err
