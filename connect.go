@@ -48,10 +48,10 @@ type Config struct {
 	//
 	// Keep them: a secret sealed under a key that is lost cannot be read
 	// again. Start (and CheckEncryptionKeys) refuse to run without a key
-	// that stored secrets need, and a read that meets one answers 500
-	// unknown_encryption_key. Give each key material its own id (the
-	// reference server derives it from a hash of the key): a value sealed
-	// under an id whose key changed answers encryption_key_mismatch.
+	// that stored secrets need, or with other material under its id, and a
+	// read that meets such a secret answers 500 unknown_encryption_key
+	// (encryption_key_mismatch). Give each key material its own id (the
+	// reference server derives it from a hash of the key).
 	EncryptionKeys []EncryptionKey
 
 	// Providers is the provider catalogue. Defaults to

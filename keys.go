@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,6 +27,9 @@ type MissingKey struct {
 	// Values counts the values sealed under it by kind (store.Sealed*,
 	// such as connection_credentials).
 	Values map[string]int
+	// Mismatch is true when the Service holds a key of that id, but not
+	// the key material that sealed the values.
+	Mismatch bool
 }
 
 func (e *MissingKeysError) Error() string {
@@ -40,6 +44,10 @@ func (e *MissingKeysError) Error() string {
 		for _, kind := range slices.Sorted(maps.Keys(k.Values)) {
 			total += k.Values[kind]
 			kinds = append(kinds, fmt.Sprintf("%d %s", k.Values[kind], kind))
+		}
+		if k.Mismatch {
+			fmt.Fprintf(&b, "the key of id %q is not the key that sealed its %d values (%s)", k.ID, total, strings.Join(kinds, ", "))
+			continue
 		}
 		fmt.Fprintf(&b, "key id %q seals %d values (%s)", k.ID, total, strings.Join(kinds, ", "))
 	}
@@ -57,11 +65,16 @@ func (e *MissingKeysError) Is(target error) bool { return target == store.ErrEnc
 // serves (Start calls it too): started without a key, it would answer
 // every read of those secrets with 500 unknown_encryption_key.
 //
-// It reads the Store's registry of key ids (store.SealedValues), which
-// costs the same however many secrets there are. Only for an id that the
-// registry lists and the Service lacks does it count the values, reading
-// them all; an id that no value names any longer (its values re-sealed or
-// deleted) is then dropped from the registry, and is no error.
+// It also opens one value sealed under each key id the Service holds, so
+// that a key whose id was kept while its material changed is refused too
+// (Mismatch).
+//
+// It reads the Store's registry of key ids (store.SealedValues) and one
+// value per key, which costs the same however many secrets there are.
+// Only for an id that the registry lists and the Service lacks (or holds
+// with other material) does it count the values, reading them all; an id
+// that no value names any longer (its values re-sealed or deleted) is then
+// dropped from the registry, and is no error.
 func (s *Service) CheckEncryptionKeys(ctx context.Context) error {
 	ids, err := s.store.SealingKeyIDs(ctx)
 	if err != nil {
@@ -69,21 +82,59 @@ func (s *Service) CheckEncryptionKeys(ctx context.Context) error {
 	}
 	var missing []MissingKey
 	for _, id := range ids {
+		mismatch := false
 		if s.keyring.Has(id) {
-			continue
+			if mismatch, err = s.keyMismatch(ctx, id); err != nil {
+				return fmt.Errorf("connect: check encryption keys: %w", err)
+			}
+			if !mismatch {
+				continue
+			}
 		}
 		counts, err := s.store.ForgetSealingKeyID(ctx, id)
 		if err != nil {
 			return fmt.Errorf("connect: check encryption keys: %w", err)
 		}
 		if len(counts) > 0 {
-			missing = append(missing, MissingKey{ID: id, Values: counts})
+			missing = append(missing, MissingKey{ID: id, Values: counts, Mismatch: mismatch})
 		}
 	}
 	if len(missing) > 0 {
 		return &MissingKeysError{Keys: missing}
 	}
 	return nil
+}
+
+// keyMismatch reports whether a value sealed under the key id, which the
+// Service holds, does not open with its key of that id. An id that no
+// value names is no mismatch; neither is a value that is malformed rather
+// than sealed under other key material.
+func (s *Service) keyMismatch(ctx context.Context, id string) (bool, error) {
+	kind, sealed, err := s.store.SampleSealedValue(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	open := s.resealer(kind)
+	if open == nil {
+		return false, nil
+	}
+	_, err = open(sealed)
+	return store.CodeOf(err) == store.CodeEncryptionKeyMismatch, nil
+}
+
+// resealer returns the function that re-seals a value of kind, whichever
+// package owns it.
+func (s *Service) resealer(kind string) func(string) (string, error) {
+	if f := s.environments.Resealer(kind); f != nil {
+		return f
+	}
+	if f := s.integrations.Resealer(kind); f != nil {
+		return f
+	}
+	return s.connections.Resealer(kind)
 }
 
 // resealRest re-seals the values of the kinds that ReencryptSecrets does
@@ -103,7 +154,7 @@ func (s *Service) resealRest(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, kind := range []string{store.SealedSessionDefaults, store.SealedOAuthFlowSecrets} {
-			k, err := s.store.ResealValues(ctx, kind, id, s.connections.Resealer(kind))
+			k, err := s.store.ResealValues(ctx, kind, id, s.resealer(kind))
 			n += k
 			if err != nil {
 				return n, fmt.Errorf("connect: re-seal %s: %w", kind, err)

@@ -110,8 +110,18 @@ func TestEncryptionKeyMissing(t *testing.T) {
 			t.Errorf("webhook signing key without the key: %v", err)
 		}
 
-		// The same id with other key material.
-		_, bu = eb.with(t, connect.EncryptionKey{ID: testKey.ID, Key: otherKey.Key})
+		// The same id with other key material: refused too, and reads say
+		// so.
+		svc, bu = eb.with(t, connect.EncryptionKey{ID: testKey.ID, Key: otherKey.Key})
+		err = svc.CheckEncryptionKeys(ctx)
+		if !errors.As(err, &mk) || len(mk.Keys) != 1 || mk.Keys[0].ID != testKey.ID || !mk.Keys[0].Mismatch ||
+			mk.Keys[0].Values[store.SealedConnectionCredentials] != 11 || !strings.Contains(err.Error(), `the key of id "test1" is not the key`) {
+			t.Errorf("CheckEncryptionKeys with another key of the same id = %v", err)
+		}
+		if err := svc.Start(ctx); !errors.Is(err, connect.ErrEncryptionKey) {
+			t.Errorf("Start with another key of the same id = %v", err)
+			_ = svc.Stop(ctx)
+		}
 		for name, rq := range eb.reads() {
 			if r := bu.do(t, rq); r.status != 500 || r.errCode() != store.CodeEncryptionKeyMismatch {
 				t.Errorf("%s with another key of the same id: %d %s", name, r.status, r.raw)

@@ -7,7 +7,9 @@ import "github.com/embedauth/connect/store"
 // credentials (store.SealedConnectionCredentials), connect session
 // defaults (store.SealedSessionDefaults) and OAuth flow secrets
 // (store.SealedOAuthFlowSecrets). It is nil for other kinds. It is meant
-// for store.SealedValues.ResealValues (connect's Service.ReencryptSecrets).
+// for store.SealedValues.ResealValues (connect's Service.ReencryptSecrets)
+// and for checking that a key opens the values sealed under its id
+// (Service.CheckEncryptionKeys).
 func (s *Service) Resealer(kind string) func(sealed string) (string, error) {
 	var purpose string
 	switch kind {

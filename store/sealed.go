@@ -26,9 +26,10 @@ const (
 	SealedOAuthFlowSecrets = "oauth_flow_secrets"
 )
 
-// SealedKinds lists every kind of sealed value.
+// SealedKinds lists every kind of sealed value, those of the records that
+// are usually fewest first.
 var SealedKinds = []string{SealedSigningKey, SealedVariable, SealedIntegrationCredentials, SealedIntegrationCustom,
-	SealedConnectionCredentials, SealedSessionDefaults, SealedOAuthFlowSecrets}
+	SealedSessionDefaults, SealedOAuthFlowSecrets, SealedConnectionCredentials}
 
 // SealedKeyID returns the id of the encryption key that sealed a value,
 // which has the form "v1:<key id>:<data>" with a key id of 1 to 32
@@ -73,6 +74,13 @@ type SealedValues interface {
 	// seal values under keyID: a value written concurrently is either
 	// counted or registers keyID again.
 	ForgetSealingKeyID(ctx context.Context, keyID string) (map[string]int, error)
+	// SampleSealedValue returns one sealed value that names keyID, and its
+	// kind, or ErrNotFound when none does: a Service opens it to check
+	// that its key of that id is the one that sealed the values. Stores
+	// look at the kinds with few records (signing keys, variables,
+	// integrations) before connections, so that for a key in use the
+	// answer is quick.
+	SampleSealedValue(ctx context.Context, keyID string) (kind, sealed string, err error)
 	// ResealValues replaces each sealed value of kind that names keyID
 	// with reseal's result, which must name another key, and returns how
 	// many it replaced. Each replacement is atomic and happens only if the

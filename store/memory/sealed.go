@@ -108,6 +108,25 @@ func (s *Store) ForgetSealingKeyID(ctx context.Context, keyID string) (map[strin
 	return counts, nil
 }
 
+// SampleSealedValue returns one sealed value that names keyID, and its
+// kind, or store.ErrNotFound.
+func (s *Store) SampleSealedValue(ctx context.Context, keyID string) (string, string, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	defer unlock()
+	fields := s.d.sealedFields()
+	for _, kind := range store.SealedKinds {
+		for _, f := range fields {
+			if id, ok := store.SealedKeyID(f.value); ok && id == keyID && f.kind == kind {
+				return f.kind, f.value, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("no value sealed under key %q: %w", keyID, store.ErrNotFound)
+}
+
 // ResealValues replaces each sealed value of kind that names keyID with
 // reseal's result.
 func (s *Store) ResealValues(ctx context.Context, kind, keyID string, reseal func(string) (string, error)) (int, error) {

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/embedauth/connect/store"
@@ -29,6 +31,10 @@ var (
 	qLockSealingKeys  = newQuery(`LOCK TABLE {s}.sealing_keys IN SHARE ROW EXCLUSIVE MODE`)
 	qCountSealed      = newQuery(countSealedSQL())
 	qForgetSealingKey = newQuery(`DELETE FROM {s}.sealing_keys WHERE key_id = $1`)
+	// qSampleSealed reads the tables in the order of store.SealedKinds and
+	// stops at the first value under the key (an Append under a LIMIT
+	// runs its branches one after the other).
+	qSampleSealed = newQuery(sampleSealedSQL())
 	// qSelectSealed and qReplaceSealed are, by kind, the read of a page of
 	// values under a key and the compare-and-swap that replaces one.
 	qSelectSealed, qReplaceSealed = resealQueries()
@@ -45,6 +51,19 @@ func countSealedSQL() string {
 		q += fmt.Sprintf(`SELECT '%s' AS kind, count(*) AS n FROM {s}.%s WHERE starts_with(%s, $1)`, kind, c.table, c.column)
 	}
 	return q
+}
+
+// sampleSealedSQL returns one value that starts with $1, and its kind.
+func sampleSealedSQL() string {
+	q := ""
+	for _, kind := range store.SealedKinds {
+		c := sealedColumns[kind]
+		if q != "" {
+			q += "\n\tUNION ALL "
+		}
+		q += fmt.Sprintf(`(SELECT '%s' AS kind, %s AS value FROM {s}.%s WHERE starts_with(%[2]s, $1) LIMIT 1)`, kind, c.column, c.table)
+	}
+	return "SELECT kind, value FROM (" + q + ") AS sample LIMIT 1"
 }
 
 // resealQueries defines, for each kind, the read of a page of values under
@@ -111,6 +130,24 @@ func (s *Store) ForgetSealingKeyID(ctx context.Context, keyID string) (map[strin
 		return nil, err
 	}
 	return counts, nil
+}
+
+// SampleSealedValue returns one value sealed under keyID, and its kind,
+// or store.ErrNotFound: the first found in the tables of signing keys,
+// variables, integrations, connect sessions, OAuth flows, then connections.
+func (s *Store) SampleSealedValue(ctx context.Context, keyID string) (string, string, error) {
+	var row struct {
+		Kind  string `db:"kind"`
+		Value string `db:"value"`
+	}
+	err := s.get(ctx, qSampleSealed, &row, "v1:"+keyID+":")
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", notFound("no value sealed under key %q", keyID)
+	}
+	if err != nil {
+		return "", "", dbErr(ctx, "sample sealed value", err, nil)
+	}
+	return row.Kind, row.Value, nil
 }
 
 // ResealValues replaces each value of kind sealed under keyID with

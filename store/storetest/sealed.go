@@ -16,6 +16,7 @@ var sealedTests = []test{
 	{"KeyIDs", testSealingKeyIDs},
 	{"KeyIDsFollowWrites", testSealingKeyIDsFollowWrites},
 	{"Forget", testForgetSealingKeyID},
+	{"Sample", testSampleSealedValue},
 	{"Reseal", testResealValues},
 	{"ResealErrors", testResealErrors},
 }
@@ -186,6 +187,31 @@ func testForgetSealingKeyID(t *testing.T, s Store) {
 	must(t, s.UpdateConnection(ctx, c))
 	if !slices.Contains(keyIDs(t, s), id) {
 		t.Errorf("SealingKeyIDs lacks %q, used again", id)
+	}
+}
+
+func testSampleSealedValue(t *testing.T, s Store) {
+	ctx := t.Context()
+	f := newSealedFixture(t, s, "p")
+	for _, kind := range store.SealedKinds {
+		id := f.ids[kind]
+		gotKind, v, err := s.SampleSealedValue(ctx, id)
+		must(t, err)
+		if gotKind != kind || !strings.HasPrefix(v, "v1:"+id+":") {
+			t.Errorf("SampleSealedValue(%s) = %s %q", id, gotKind, v)
+		}
+	}
+	_, _, err := s.SampleSealedValue(ctx, "never-used")
+	wantErr(t, "SampleSealedValue(unknown id)", err, store.ErrNotFound)
+	// A key id with a '_' matches itself only.
+	c, err := s.GetConnection(ctx, f.env.ID, f.connKey, "c1")
+	must(t, err)
+	c.SealedCredentials = "v1:a_b:x"
+	must(t, s.UpdateConnection(ctx, c))
+	_, _, err = s.SampleSealedValue(ctx, "a-b")
+	wantErr(t, "SampleSealedValue(a-b)", err, store.ErrNotFound)
+	if kind, v, err := s.SampleSealedValue(ctx, "a_b"); err != nil || kind != store.SealedConnectionCredentials || v != "v1:a_b:x" {
+		t.Errorf("SampleSealedValue(a_b) = %s %q, %v", kind, v, err)
 	}
 }
 
