@@ -45,6 +45,13 @@ type Config struct {
 	// environment variable values with AES-256-GCM. The first key is the
 	// primary: new values are sealed with it; the others only open old
 	// values until ReencryptSecrets has re-sealed them. Required.
+	//
+	// Keep them: a secret sealed under a key that is lost cannot be read
+	// again. Start (and CheckEncryptionKeys) refuse to run without a key
+	// that stored secrets need, or with other material under its id, and a
+	// read that meets such a secret answers 500 unknown_encryption_key
+	// (encryption_key_mismatch). Give each key material its own id (the
+	// reference server derives it from a hash of the key).
 	EncryptionKeys []EncryptionKey
 
 	// Providers is the provider catalogue. Defaults to
@@ -115,9 +122,12 @@ type Config struct {
 
 	// RefreshThreshold: reading a connection with its credentials
 	// (GET /connections/{id}, Connections().Get) first refreshes an OAuth 2
-	// or client-credentials token that expires within it; a provider's
-	// token_expiration_buffer (seconds) replaces it. force_refresh=true
-	// refreshes whenever the connection can be. Defaults to 15 minutes.
+	// or client-credentials token that expires within it and has at most
+	// half of its lifetime left (so a token that lives shorter than the
+	// threshold is refreshed once half used, not on every read; see
+	// connections.RefreshDue); a provider's token_expiration_buffer
+	// (seconds) replaces it. force_refresh=true refreshes whenever the
+	// connection can be. Defaults to 15 minutes.
 	RefreshThreshold time.Duration
 	// RefreshTimeout bounds each request to a provider's token endpoint.
 	// Defaults to 10 seconds.
@@ -179,7 +189,9 @@ type Config struct {
 	// MaintenanceInterval is how often a started Service sweeps: it
 	// refreshes tokens that would expire before the next sweep (plus
 	// RefreshThreshold), so that connections nobody reads stay valid and
-	// their refresh tokens stay in use, and it deletes expired connect
+	// their refresh tokens stay in use (a token that lives shorter than
+	// that window is refreshed once per window, not at every sweep; see
+	// connections.SweepDue), and it deletes expired connect
 	// sessions and OAuth flows. Several instances may sweep at once: each
 	// token is still refreshed once. Defaults to 5 minutes; negative
 	// disables the sweeps (call Sweep yourself).
@@ -420,11 +432,18 @@ func (s *Service) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry,
 // Start starts background work (the Scheduler, which delivers webhooks). It
 // returns at once; Stop ends the work. Webhooks are stored in the outbox
 // whether or not the Service is started, and delivered once it is.
+//
+// It first checks the encryption keys (CheckEncryptionKeys) and refuses to
+// start, with a *MissingKeysError, when the Store holds secrets sealed
+// under keys that Config.EncryptionKeys lacks.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return errors.New("connect: Service already started")
+	}
+	if err := s.CheckEncryptionKeys(ctx); err != nil {
+		return err
 	}
 	if err := s.deliverer.Start(ctx); err != nil {
 		return fmt.Errorf("connect: start webhook delivery: %w", err)
@@ -456,8 +475,10 @@ type SweepResult struct {
 
 // Sweep runs one maintenance pass now (a started Service runs one every
 // Config.MaintenanceInterval): it refreshes every token that expires within
-// within plus RefreshThreshold, and deletes expired connect sessions and
-// OAuth flows.
+// within plus RefreshThreshold (the window) and has at most half of its
+// lifetime left, unless it was obtained less than one window ago
+// (connections.SweepDue), and deletes expired connect sessions and OAuth
+// flows.
 func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult, error) {
 	var res SweepResult
 	var err error
@@ -540,10 +561,23 @@ func (s *Service) Stop(ctx context.Context) error {
 
 // ReencryptSecrets re-seals, under the primary encryption key, every secret
 // still sealed with another key: signing keys, environment variables,
-// integration credentials and connection credentials. It returns how many
-// values it re-sealed. After it returns without error, older keys can be
-// removed from Config.EncryptionKeys.
+// integration credentials, connection credentials, connect sessions'
+// defaults and OAuth flows' secrets. It returns how many values it
+// re-sealed. After it returns without error, older keys can be removed
+// from Config.EncryptionKeys: it also drops their ids from the Store's
+// registry (see CheckEncryptionKeys) when no value names them any longer.
 func (s *Service) ReencryptSecrets(ctx context.Context) (int, error) {
+	n, err := s.reencryptRecords(ctx)
+	if err != nil {
+		return n, err
+	}
+	k, err := s.resealRest(ctx)
+	return n + k, err
+}
+
+// reencryptRecords re-seals the secrets of environments, integrations and
+// connections, record by record.
+func (s *Service) reencryptRecords(ctx context.Context) (int, error) {
 	n, err := s.environments.Reseal(ctx)
 	if err != nil {
 		return n, err

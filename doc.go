@@ -64,5 +64,6 @@
 // Credentials, client secrets, webhook signing keys and environment variable
 // values are sealed with AES-256-GCM under a keyring before they reach the
 // Store; API keys are stored only as hashes. [Service.ReencryptSecrets]
-// moves every secret to a new primary key.
+// moves every secret to a new primary key, and [Service.CheckEncryptionKeys]
+// (run by Start) refuses to run without a key that stored secrets need.
 package connect

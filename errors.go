@@ -16,6 +16,10 @@ var (
 	ErrForbidden    = store.ErrForbidden
 	ErrRateLimited  = store.ErrRateLimited
 	ErrUnavailable  = store.ErrUnavailable
+	// ErrEncryptionKey: a sealed value names an encryption key the Service
+	// does not hold, or does not open with the key of that id (see
+	// Service.CheckEncryptionKeys).
+	ErrEncryptionKey = store.ErrEncryptionKey
 )
 
 // Error is an error with a wire code; see store.Error.

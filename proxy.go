@@ -202,7 +202,7 @@ type proxyEntry struct {
 
 // proxyCache remembers targets for a short time, so that a burst of calls
 // to one connection reads it from the Store once. An entry whose token is
-// due for refresh is not used.
+// due for refresh (connections.RefreshDue) is not used.
 type proxyCache struct {
 	ttl time.Duration
 	mu  sync.Mutex
@@ -219,11 +219,9 @@ func (pc *proxyCache) get(k proxyKey, now time.Time, threshold func(*integration
 	if !ok || !now.Before(e.at.Add(pc.ttl)) {
 		return nil
 	}
-	cr := e.t.Connection.Credentials
-	if cr != nil && cr.ExpiresAt != nil && !cr.ExpiresAt.After(now.Add(threshold(e.t.Provider))) {
-		return nil
-	}
-	if cr != nil && cr.Type == connections.AuthModeOAuth2CC && cr.Token == "" {
+	// Due by the rule of reads (a token that lives shorter than the
+	// threshold stays usable until half of it is used).
+	if connections.RefreshDue(e.t.Connection.Credentials, now, threshold(e.t.Provider)) {
 		return nil
 	}
 	return e.t

@@ -38,11 +38,12 @@ type tokenServer struct {
 	used     map[string]bool
 	issued   int
 	// Settings, changed between requests under mu.
-	rotate         bool   // issue a new refresh token on each refresh
-	noRefreshToken bool   // answer without a refresh_token
-	noExpiresIn    bool   // answer without expires_in
-	fail           string // answer 400 with this OAuth error code
-	form           bool   // answer application/x-www-form-urlencoded
+	rotate         bool                  // issue a new refresh token on each refresh
+	noRefreshToken bool                  // answer without a refresh_token
+	noExpiresIn    bool                  // answer without expires_in
+	expiresIn      func(path string) int // expires_in of an answer by request path; nil means 3600
+	fail           string                // answer 400 with this OAuth error code
+	form           bool                  // answer application/x-www-form-urlencoded
 
 	// hold, when set, holds every answer until it is closed.
 	hold chan struct{}
@@ -120,6 +121,9 @@ func (ts *tokenServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ts.noExpiresIn {
 		resp["expires_in"] = 3600
+		if ts.expiresIn != nil {
+			resp["expires_in"] = ts.expiresIn(r.URL.Path)
+		}
 	}
 	if ts.form {
 		v := url.Values{}

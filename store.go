@@ -5,6 +5,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -22,4 +23,8 @@ type Store interface {
 	oplog.Store
 	webhooks.Store
 	webhooks.Requeuer
+	// SealedValues tells which encryption keys the sealed values need
+	// (Service.CheckEncryptionKeys) and re-seals them
+	// (Service.ReencryptSecrets).
+	store.SealedValues
 }

@@ -74,7 +74,7 @@ func TestImportCredentialsRules(t *testing.T) {
 		want *Credentials // nil: an ErrInvalid error
 	}{
 		{"oauth2 expires_in", AuthModeOAuth2, ImportInput{AccessToken: "a", RefreshToken: "r", ExpiresIn: n(60)},
-			&Credentials{Type: "OAUTH2", AccessToken: "a", RefreshToken: "r", ExpiresAt: ptr(now.Add(time.Minute)),
+			&Credentials{Type: "OAUTH2", AccessToken: "a", RefreshToken: "r", ExpiresAt: ptr(now.Add(time.Minute)), ObtainedAt: ptr(now),
 				Raw: map[string]any{"access_token": "a", "refresh_token": "r", "expires_at": "2026-01-01T00:01:00Z"}}},
 		{"oauth2 no expiry", AuthModeOAuth2, ImportInput{AccessToken: "a"}, nil},
 		{"oauth2 no token", AuthModeOAuth2, ImportInput{NoExpiration: true}, nil},

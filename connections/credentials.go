@@ -17,21 +17,28 @@ const (
 // Credentials are a connection's secrets. Type selects which fields are
 // meaningful:
 //
-//   - OAUTH2: AccessToken, RefreshToken, ExpiresAt, Raw, ConfigOverride
+//   - OAUTH2: AccessToken, RefreshToken, ExpiresAt, ObtainedAt, Raw, ConfigOverride
 //   - OAUTH1: OAuthToken, OAuthTokenSecret, Raw
-//   - OAUTH2_CC: Token, ExpiresAt, ClientID, ClientSecret, Raw
+//   - OAUTH2_CC: Token, ExpiresAt, ObtainedAt, ClientID, ClientSecret, Raw
 //   - API_KEY: APIKey
 //   - BASIC: Username, Password
-//   - APP: AccessToken, ExpiresAt, Raw, JWTToken
+//   - APP: AccessToken, ExpiresAt, ObtainedAt, Raw, JWTToken
 //   - TBA: TokenID, TokenSecret, ConfigOverride
 //   - NONE: nothing
 type Credentials struct {
 	Type string `json:"type"`
 
-	AccessToken  string         `json:"access_token,omitempty"`
-	RefreshToken string         `json:"refresh_token,omitempty"`
-	ExpiresAt    *time.Time     `json:"expires_at,omitempty"`
-	Raw          map[string]any `json:"raw,omitempty"`
+	AccessToken  string     `json:"access_token,omitempty"`
+	RefreshToken string     `json:"refresh_token,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+	// ObtainedAt is when the current token was obtained from the provider
+	// (code exchange, refresh, client credentials, app installation token,
+	// or an import with expires_in): with ExpiresAt it gives the token's
+	// lifetime, which decides when it is refreshed (see RefreshDue). Nil
+	// when unknown: tokens stored before it was recorded, and imports with
+	// expires_at only. It is never part of the API's answers.
+	ObtainedAt *time.Time     `json:"obtained_at,omitempty"`
+	Raw        map[string]any `json:"raw,omitempty"`
 	// Scopes are the scopes granted, as stored at connection time.
 	Scopes         []string        `json:"scopes,omitempty"`
 	ConfigOverride *ConfigOverride `json:"config_override,omitempty"`

@@ -25,7 +25,10 @@
 // With the built-in refresher ([Service.EnableRefresh], which connect.New
 // installs), [Service.Get] renews OAuth 2 tokens (refresh_token grant) and
 // client-credentials tokens (client_credentials grant) that expire within
-// the threshold, or always when forced. Concurrent calls in one process
+// the threshold and have at most half of their lifetime left
+// ([RefreshDue]; the lifetime runs from [Credentials.ObtainedAt], so a
+// token that lives shorter than the threshold is not refreshed on every
+// read), or always when forced. Concurrent calls in one process
 // share one attempt; across processes the attempt holds
 // [Store.LockConnection] in a transaction, re-reads the connection after
 // locking (and returns what another process stored meanwhile), calls the

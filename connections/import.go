@@ -188,6 +188,9 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 func importCredentials(mode string, in *ImportInput, now time.Time) (*Credentials, error) {
 	if in.Credentials != nil {
 		c := *in.Credentials
+		// When the token was obtained is not the caller's to say: unknown
+		// (see Credentials.ObtainedAt).
+		c.ObtainedAt = nil
 		if c.Type == "" {
 			c.Type = mode
 		}
@@ -215,6 +218,9 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 			}
 			t := now.UTC().Add(time.Duration(*in.ExpiresIn) * time.Second).Truncate(time.Millisecond)
 			c.ExpiresAt = &t
+			// expires_in counts from now: the token's lifetime is known.
+			obtained := now.UTC().Truncate(time.Millisecond)
+			c.ObtainedAt = &obtained
 		case !in.NoExpiration:
 			return nil, httpapi.InvalidField("expires_at or expires_in is required unless no_expiration is true", "expires_at")
 		}
@@ -241,6 +247,8 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		} else if in.ExpiresIn != nil && *in.ExpiresIn >= 0 {
 			t := now.UTC().Add(time.Duration(*in.ExpiresIn) * time.Second).Truncate(time.Millisecond)
 			c.ExpiresAt = &t
+			obtained := now.UTC().Truncate(time.Millisecond)
+			c.ObtainedAt = &obtained
 		}
 		c.Raw = in.Raw
 		return checkCredentials(c)

@@ -93,6 +93,8 @@ func AsFlowError(err error) *FlowError {
 			status = http.StatusTooManyRequests
 		case errors.Is(err, store.ErrUnavailable):
 			status = http.StatusServiceUnavailable
+		case errors.Is(err, store.ErrEncryptionKey):
+			status = http.StatusInternalServerError
 		}
 		return &FlowError{Type: se.Code, Message: se.Message, Status: status, Err: err}
 	}
@@ -529,7 +531,7 @@ func (ss *Sessions) Callback(ctx context.Context, query url.Values, cookies []*h
 	res, ferr := ss.finish(ctx, f, state, query, cookies)
 	if ferr != nil {
 		fe := AsFlowError(ferr)
-		if fe.Type == FlowErrUnknown {
+		if fe.Type == FlowErrUnknown || fe.Status >= http.StatusInternalServerError {
 			ss.cfg.Logger.ErrorContext(ctx, "OAuth callback failed", "integration", f.IntegrationKey, "err", ferr)
 		}
 		ss.failFlow(ctx, f, fe)

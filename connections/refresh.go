@@ -32,7 +32,7 @@ import (
 // Defaults of RefreshConfig.
 const (
 	// DefaultRefreshThreshold: a token expiring within it is refreshed on
-	// read.
+	// read, once it has at most half of its lifetime left (RefreshDue).
 	DefaultRefreshThreshold = 15 * time.Minute
 	// DefaultRefreshTimeout bounds one request to a provider's token
 	// endpoint.
@@ -78,7 +78,9 @@ const (
 // Zero fields take their defaults.
 type RefreshConfig struct {
 	// Threshold: an OAuth 2 token expiring within it is refreshed when the
-	// connection is read with its credentials. A provider's
+	// connection is read with its credentials, once it has at most half of
+	// its lifetime left (see RefreshDue: a token that lives shorter than
+	// the threshold is not refreshed on every read). A provider's
 	// token_expiration_buffer (seconds) replaces it. Default 15 minutes.
 	Threshold time.Duration
 	// Timeout bounds each request to a token endpoint (within the caller's
@@ -229,13 +231,72 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 	return ""
 }
 
-// due reports whether the credentials expire within the provider's
-// threshold, or hold no token at all (client credentials never fetched).
+// due reports whether the credentials are due for a refresh: by a read
+// (within 0, see RefreshDue) or by a sweep whose window is within (see
+// SweepDue).
 func (r *refresher) due(p *integrations.Provider, creds *Credentials, now time.Time, within time.Duration) bool {
-	if creds.Type == AuthModeOAuth2CC && creds.Token == "" {
+	if within <= 0 {
+		return RefreshDue(creds, now, r.threshold(p))
+	}
+	return SweepDue(creds, now, max(r.threshold(p), within))
+}
+
+// Lifetime returns the lifetime of the credentials' token, from ObtainedAt
+// to ExpiresAt, and false when either is unknown or the span is not
+// positive.
+func (c *Credentials) Lifetime() (time.Duration, bool) {
+	if c.ObtainedAt == nil || c.ExpiresAt == nil {
+		return 0, false
+	}
+	life := c.ExpiresAt.Sub(*c.ObtainedAt)
+	return life, life > 0
+}
+
+// RefreshDue reports whether a read at now refreshes the credentials (when
+// they can be renewed at all): client credentials without a token yet, and
+// a token that expires within threshold and, when its lifetime is known
+// (Lifetime), has at most half of it left. So a token that lives shorter
+// than the threshold is refreshed once it is half used, not on every read;
+// a token whose lifetime is unknown is refreshed within the threshold, and
+// its successor's lifetime is known. A forced refresh ignores this.
+func RefreshDue(c *Credentials, now time.Time, threshold time.Duration) bool {
+	if c == nil {
+		return false
+	}
+	if c.Type == AuthModeOAuth2CC && c.Token == "" {
 		return true
 	}
-	return creds.ExpiresAt != nil && !creds.ExpiresAt.After(now.Add(max(r.threshold(p), within)))
+	if c.ExpiresAt == nil {
+		return false
+	}
+	left := c.ExpiresAt.Sub(now)
+	if left > threshold {
+		return false
+	}
+	life, ok := c.Lifetime()
+	return !ok || left <= life/2
+}
+
+// SweepDue reports whether a background sweep at now whose window is window
+// (the time until its next pass plus the refresh threshold) refreshes the
+// credentials: as RefreshDue with the window for the threshold, except that
+// a token obtained less than one window ago is left alone. A token that
+// expires before the next pass plus the threshold is thus refreshed ahead
+// of the reads that need it, while a token that lives shorter than the
+// window (which no sweep could keep fresh without refreshing it at every
+// pass) is refreshed once per window, which keeps its grant in use, and by
+// the reads that need it in between.
+func SweepDue(c *Credentials, now time.Time, window time.Duration) bool {
+	if !RefreshDue(c, now, window) {
+		return false
+	}
+	if c.Type == AuthModeOAuth2CC && c.Token == "" {
+		return true
+	}
+	if _, ok := c.Lifetime(); !ok {
+		return true
+	}
+	return now.Sub(*c.ObtainedAt) >= window
 }
 
 // backoffUntil returns when the backoff after c's last failed refresh ends,
@@ -253,9 +314,10 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 	return r.run(ctx, c, force, 0)
 }
 
-// run refreshes c when forced, or when its token expires within the
-// provider's threshold or within, whichever is longer (the sweep passes a
-// within that covers the time until its next pass).
+// run refreshes c when forced, or when its token is due: RefreshDue with
+// the provider's threshold for a read (within 0), SweepDue with the
+// provider's threshold or within, whichever is longer, for a sweep (which
+// passes a within that covers the time until its next pass).
 func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
 	case AuthModeOAuth2, AuthModeOAuth2CC, AuthModeApp:
@@ -613,6 +675,8 @@ func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Tim
 		exp = &t
 	}
 	c.ExpiresAt = exp
+	obtained := now.Truncate(time.Millisecond)
+	c.ObtainedAt = &obtained
 	if c.Type == AuthModeOAuth2CC {
 		c.Token = tr.AccessToken
 	} else {
@@ -984,6 +1048,7 @@ func cloneConnection(c *Connection) *Connection {
 	if c.Credentials != nil {
 		cr := *c.Credentials
 		cr.ExpiresAt = cloneTime(cr.ExpiresAt)
+		cr.ObtainedAt = cloneTime(cr.ObtainedAt)
 		cr.Raw = cloneJSONMap(cr.Raw)
 		cr.Scopes = slices.Clone(cr.Scopes)
 		if cr.ConfigOverride != nil {

@@ -194,8 +194,10 @@ func TestMergeTokens(t *testing.T) {
 	// Without a refresh token the old one stays, in Raw too.
 	got := mergeTokens(old, &TokenResponse{AccessToken: "new-at", ExpiresIn: time.Hour,
 		Raw: map[string]any{"access_token": "new-at", "expires_in": float64(3600)}}, GrantRefreshToken, now)
+	// ObtainedAt records when the token arrived (its lifetime decides its
+	// next refresh).
 	want := &Credentials{Type: AuthModeOAuth2, AccessToken: "new-at", RefreshToken: "old-rt", ExpiresAt: ptr(now.Add(time.Hour)),
-		Scopes: []string{"a"}, ConfigOverride: &ConfigOverride{ClientID: "o"},
+		ObtainedAt: ptr(now), Scopes: []string{"a"}, ConfigOverride: &ConfigOverride{ClientID: "o"},
 		Raw: map[string]any{"access_token": "new-at", "expires_in": float64(3600), "refresh_token": "old-rt"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("kept refresh token (-want +got):\n%s", d)

@@ -32,8 +32,10 @@ type SweepResult struct {
 
 // SweepRefresh refreshes, in every environment, the tokens that expire
 // within the given window (OAuth 2 with a refresh token, client
-// credentials, app installations), so that connections nobody reads keep
-// working and their refresh tokens stay in use. It pages through the
+// credentials, app installations) and are due by SweepDue (at most half of
+// their lifetime left, and obtained at least one window ago), so that
+// connections nobody reads keep working and their refresh tokens stay in
+// use, without refreshing short-lived tokens at every pass. It pages through the
 // connections by ID; a refresh that fails is recorded on its connection
 // (errors entry, auth webhook, backoff) as for a read, and the sweep goes
 // on. Refreshes go through the same per-connection lock as reads, so

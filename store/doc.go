@@ -23,5 +23,8 @@
 // A Store never sees a plaintext secret: credentials, client secrets, signing
 // keys and environment variable values reach it already sealed (AES-256-GCM
 // under a keyring, see the Sealed* fields of each record), and API keys and
-// session tokens only as hashes.
+// session tokens only as hashes. A sealed value names the key that sealed
+// it ([SealedKeyID]); [SealedValues] lets a Service learn which keys its
+// Store needs without reading every value, and a read that meets a value
+// under a missing key is an [ErrEncryptionKey] error.
 package store

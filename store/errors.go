@@ -23,6 +23,18 @@ var (
 	ErrRateLimited = errors.New("rate limited")
 	// ErrUnavailable means a dependency failed in a way the caller may retry.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrEncryptionKey means a sealed value cannot be opened with the
+	// encryption keys the Service holds: the key it names is missing (code
+	// unknown_encryption_key), or the key of that id is not the one that
+	// sealed it (code encryption_key_mismatch). It is a configuration error
+	// of the server, answered with 500 and that code.
+	ErrEncryptionKey = errors.New("encryption key missing")
+)
+
+// Codes of ErrEncryptionKey errors.
+const (
+	CodeUnknownEncryptionKey  = "unknown_encryption_key"
+	CodeEncryptionKeyMismatch = "encryption_key_mismatch"
 )
 
 // FieldError describes one invalid field of an input, in the shape of the

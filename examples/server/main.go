@@ -87,8 +87,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	}
 
 	if dsn := getenv("DATABASE_URL"); dsn != "" {
-		if getenv("CONNECT_ENCRYPTION_KEY") == "" {
-			return errors.New("CONNECT_ENCRYPTION_KEY is required with DATABASE_URL: base64 of 32 random bytes (openssl rand -base64 32)")
+		if getenv("CONNECT_ENCRYPTION_KEY") == "" && getenv("CONNECT_ENCRYPTION_KEY_FILE") == "" {
+			return errors.New("CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE is required with DATABASE_URL: generate a key once " +
+				"(openssl rand -base64 32 > connect.key), keep it, and start with CONNECT_ENCRYPTION_KEY_FILE=connect.key every time")
 		}
 		db, err := sql.Open("postgres", dsn)
 		if err != nil {
@@ -147,6 +148,11 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	if err != nil {
 		return err
 	}
+	// Refuse to run without a key that stored secrets need: every read of
+	// them would fail.
+	if err := svc.CheckEncryptionKeys(ctx); err != nil {
+		return missingKeysHelp(err, keys)
+	}
 	if len(keys) > 1 {
 		n, err := svc.ReencryptSecrets(ctx)
 		if err != nil {
@@ -197,11 +203,24 @@ func connectUIURL(cfg connect.Config) string {
 	return strings.TrimRight(cfg.PublicURL, "/") + "/connect/"
 }
 
-// encryptionKeys reads CONNECT_ENCRYPTION_KEY (the primary) and
-// CONNECT_PREVIOUS_ENCRYPTION_KEYS (comma-separated, still able to open old
-// values). Key ids derive from the key material, so they are stable.
+// encryptionKeys reads the primary key from CONNECT_ENCRYPTION_KEY or the
+// file CONNECT_ENCRYPTION_KEY_FILE names, and CONNECT_PREVIOUS_ENCRYPTION_KEYS
+// (comma-separated, still able to open old values). Each is base64 of 32
+// bytes. Key ids derive from the key material (keyID), so they are stable
+// across restarts and differ between keys: a secret sealed under another key
+// is reported as such, never opened with the wrong one.
 func encryptionKeys(getenv func(string) string) ([]connect.EncryptionKey, error) {
-	primary := getenv("CONNECT_ENCRYPTION_KEY")
+	primary, name := getenv("CONNECT_ENCRYPTION_KEY"), "CONNECT_ENCRYPTION_KEY"
+	if path := getenv("CONNECT_ENCRYPTION_KEY_FILE"); path != "" {
+		if primary != "" {
+			return nil, errors.New("set CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE, not both")
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("CONNECT_ENCRYPTION_KEY_FILE: %w", err)
+		}
+		primary, name = string(b), "CONNECT_ENCRYPTION_KEY_FILE "+path
+	}
 	if primary == "" {
 		b := make([]byte, 32)
 		rand.Read(b)
@@ -211,16 +230,38 @@ func encryptionKeys(getenv func(string) string) ([]connect.EncryptionKey, error)
 	for i, v := range append([]string{primary}, splitList(getenv("CONNECT_PREVIOUS_ENCRYPTION_KEYS"))...) {
 		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
 		if err != nil || len(b) != 32 {
-			name := "CONNECT_ENCRYPTION_KEY"
 			if i > 0 {
 				name = fmt.Sprintf("CONNECT_PREVIOUS_ENCRYPTION_KEYS[%d]", i-1)
 			}
-			return nil, fmt.Errorf("%s must be base64 of exactly 32 bytes", name)
+			return nil, fmt.Errorf("%s must be base64 of exactly 32 bytes (openssl rand -base64 32)", name)
 		}
-		sum := sha256.Sum256(b)
-		keys = append(keys, connect.EncryptionKey{ID: "k" + hex.EncodeToString(sum[:4]), Key: b})
+		keys = append(keys, connect.EncryptionKey{ID: keyID(b), Key: b})
 	}
 	return keys, nil
+}
+
+// keyID is the id of a key: "k" and the first 8 hex digits of the SHA-256
+// of its 32 bytes (printf %s "$KEY" | base64 -d | sha256sum | cut -c1-8).
+func keyID(key []byte) string {
+	sum := sha256.Sum256(key)
+	return "k" + hex.EncodeToString(sum[:4])
+}
+
+// missingKeysHelp adds to an error of CheckEncryptionKeys what an operator
+// of this server can do about it.
+func missingKeysHelp(err error, keys []connect.EncryptionKey) error {
+	var mk *connect.MissingKeysError
+	if !errors.As(err, &mk) {
+		return err
+	}
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	return fmt.Errorf("%w. This server's key ids are %s. Start it with the key the data was sealed with "+
+		"(CONNECT_ENCRYPTION_KEY_FILE or CONNECT_ENCRYPTION_KEY), or add that key to CONNECT_PREVIOUS_ENCRYPTION_KEYS to re-encrypt "+
+		"the data under a new one; a key's id is \"k\" and the first 8 hex digits of the SHA-256 of its 32 bytes "+
+		"(base64 -d < connect.key | sha256sum)", err, strings.Join(ids, ", "))
 }
 
 func splitList(s string) []string {

@@ -46,6 +46,7 @@ var kindStatus = []struct {
 	{store.ErrConflict, http.StatusConflict, "conflict"},
 	{store.ErrRateLimited, http.StatusTooManyRequests, "too_many_requests"},
 	{store.ErrUnavailable, http.StatusServiceUnavailable, "service_unavailable"},
+	{store.ErrEncryptionKey, http.StatusInternalServerError, store.CodeUnknownEncryptionKey},
 }
 
 // ErrorBody is the standard wire error body.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/embedauth/connect/store"
 )
 
 // KeySize is the size of an AES-256 key in bytes.
@@ -28,8 +30,28 @@ type Keyring struct {
 }
 
 // ErrOpen is returned when a sealed value cannot be opened: it is malformed,
-// its key is unknown, or it was tampered with.
+// its key is unknown, or it was tampered with. An unknown key, and a value
+// that the key of its id does not open, are also *store.Error values of
+// kind store.ErrEncryptionKey (codes unknown_encryption_key and
+// encryption_key_mismatch), which name the key id and never hold secret
+// material.
 var ErrOpen = errors.New("secret: cannot open sealed value")
+
+// unknownKey is the error of a value sealed under a key the keyring lacks.
+func unknownKey(id string) error {
+	return &store.Error{Kind: store.ErrEncryptionKey, Code: store.CodeUnknownEncryptionKey,
+		Message: fmt.Sprintf("A secret is sealed under encryption key id %q, which this server does not have: it was started "+
+			"without that key (lost, or dropped from its encryption keys). Configure the key again to read it.", id),
+		Err: fmt.Errorf("%w: unknown key id %q", ErrOpen, id)}
+}
+
+// keyMismatch is the error of a value that the key of its id does not open.
+func keyMismatch(id string) error {
+	return &store.Error{Kind: store.ErrEncryptionKey, Code: store.CodeEncryptionKeyMismatch,
+		Message: fmt.Sprintf("A secret sealed under encryption key id %q does not open with this server's key of that id: "+
+			"the key differs from the one that sealed it (or the value was altered).", id),
+		Err: fmt.Errorf("%w: key %q: authentication failed", ErrOpen, id)}
+}
 
 // NewKeyring builds a keyring whose primary key is keys[0].
 func NewKeyring(keys ...Key) (*Keyring, error) {
@@ -100,19 +122,18 @@ func (k *Keyring) Open(purpose, sealed string) ([]byte, error) {
 	}
 	out, err := aead.Open(nil, raw[:n], raw[n:], []byte(purpose))
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %q: authentication failed", ErrOpen, id)
+		return nil, keyMismatch(id)
 	}
 	return out, nil
 }
 
 // KeyID returns the id of the key a sealed value was sealed with.
-func KeyID(sealed string) (string, bool) {
-	rest, ok := strings.CutPrefix(sealed, "v1:")
-	if !ok {
-		return "", false
-	}
-	id, _, ok := strings.Cut(rest, ":")
-	return id, ok
+func KeyID(sealed string) (string, bool) { return store.SealedKeyID(sealed) }
+
+// Has reports whether the keyring holds a key with the id.
+func (k *Keyring) Has(id string) bool {
+	_, ok := k.aeads[id]
+	return ok
 }
 
 // NeedsReseal reports whether sealed was sealed with a key other than the
@@ -136,7 +157,10 @@ func (k *Keyring) parse(sealed string) (string, cipher.AEAD, []byte, error) {
 	}
 	aead, ok := k.aeads[id]
 	if !ok {
-		return "", nil, nil, fmt.Errorf("%w: unknown key id %q", ErrOpen, id)
+		if _, valid := store.SealedKeyID(sealed); valid {
+			return "", nil, nil, unknownKey(id)
+		}
+		return "", nil, nil, fmt.Errorf("%w: unknown format", ErrOpen)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(body)
 	if err != nil {

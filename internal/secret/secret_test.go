@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/embedauth/connect/store"
 )
 
 func key(id string, b byte) Key { return Key{ID: id, Secret: bytes.Repeat([]byte{b}, KeySize)} }
@@ -96,4 +98,46 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("forged value opened: %q", out)
 		}
 	})
+}
+
+// TestOpenKeyErrors: a value sealed under a key the keyring lacks, and one
+// that the key of its id does not open, are errors of kind
+// store.ErrEncryptionKey with codes that say which, naming the key id.
+func TestOpenKeyErrors(t *testing.T) {
+	t.Parallel()
+	a, _ := NewKeyring(key("ka", 1))
+	sealed, err := a.Seal("p", []byte("hunter2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		ring *Keyring
+		code string
+	}{
+		"missing key":        {must(NewKeyring(key("kb", 2))), store.CodeUnknownEncryptionKey},
+		"other key, same id": {must(NewKeyring(key("ka", 3))), store.CodeEncryptionKeyMismatch},
+	} {
+		_, err := tc.ring.Open("p", sealed)
+		var se *store.Error
+		if !errors.Is(err, ErrOpen) || !errors.Is(err, store.ErrEncryptionKey) || !errors.As(err, &se) ||
+			se.Code != tc.code || !strings.Contains(se.Message, `"ka"`) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if a.Has("kb") || !a.Has("ka") {
+		t.Error("Has")
+	}
+	// Malformed values stay plain ErrOpen errors.
+	for _, v := range []string{"", "v1:ka", "v2:ka:x", "v1:k*:x"} {
+		if _, err := a.Open("p", v); !errors.Is(err, ErrOpen) || errors.Is(err, store.ErrEncryptionKey) {
+			t.Errorf("Open(%q): %v", v, err)
+		}
+	}
+}
+
+func must(k *Keyring, err error) *Keyring {
+	if err != nil {
+		panic(err)
+	}
+	return k
 }

@@ -45,6 +45,12 @@
 //   - operations_log: text id primary key; indexes for each filter, newest
 //     first; a BRIN index on created_at for pruning by age.
 //   - rate_limits: the counters of [RateLimiter].
+//   - sealing_keys: the key ids that sealed values name (see
+//     store.SealedValues), kept by triggers on every table with sealed
+//     columns (an insert, or an update that moves a sealed column to
+//     another key, registers its key id) and filled from existing rows by
+//     migration 008; ids are removed only by ForgetSealingKeyID, under a
+//     lock that waits for writers registering ids.
 //   - webhook_deliveries: the outbox of outgoing webhooks; text id primary
 //     key; environment_id references environments, ON DELETE CASCADE; body
 //     bytea, so that the signed bytes come back exactly; indexes for

@@ -11,3 +11,28 @@ import (
 func MigrateWithoutRiver(ctx context.Context, db *sql.DB, opts *Options) error {
 	return migrate(ctx, db, opts, false)
 }
+
+// MigrateTo applies the Store's migrations up to version only, as an older
+// release of the module would have.
+func MigrateTo(ctx context.Context, db *sql.DB, opts *Options, version int) error {
+	o, err := opts.resolve()
+	if err != nil {
+		return err
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	var upTo []migration
+	for _, m := range ms {
+		if m.version <= version {
+			upTo = append(upTo, m)
+		}
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return migrateStore(ctx, conn, o, upTo)
+}

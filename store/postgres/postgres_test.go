@@ -97,12 +97,12 @@ func TestConformanceUnprepared(t *testing.T) {
 var wantTables = []string{
 	"api_keys", "connect_sessions", "connections", "environment_variables", "environments", "integrations", "oauth_flows",
 	"operations_log", "rate_limits", "river_job", "river_leader", "river_migration",
-	"river_notification", "river_queue", "schema_migrations", "webhook_deliveries",
+	"river_notification", "river_queue", "schema_migrations", "sealing_keys", "webhook_deliveries",
 }
 
 // wantVersions are the versions of our migrations and of River's.
 var (
-	wantVersions      = []int{1, 2, 3, 4, 5, 6, 7}
+	wantVersions      = []int{1, 2, 3, 4, 5, 6, 7, 8}
 	wantRiverVersions = []int{1, 2, 3, 4, 5, 6, 7}
 )
 

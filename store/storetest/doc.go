@@ -27,8 +27,10 @@
 // plaintext secrets never persisted, nil versus empty metadata, timestamps to
 // the microsecond, webhook bodies byte for byte); copies that do not alias the store; transactions that
 // commit, roll back, nest, read their own writes and survive a call that
-// failed with ErrNotFound or ErrConflict; concurrent writers; and
-// LockConnection (an error outside a transaction, ErrNotFound for a missing
+// failed with ErrNotFound or ErrConflict; concurrent writers; the
+// SealedValues registry of key ids (listed after every kind of write,
+// counted by kind, forgotten only once no value names them) and
+// ResealValues; and LockConnection (an error outside a transaction, ErrNotFound for a missing
 // or concurrently deleted connection, one holder at a time, a waiter that
 // proceeds only once the holder committed and then reads its writes, a
 // rollback that releases the lock).

@@ -12,6 +12,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -25,6 +26,7 @@ type Store interface {
 	oplog.Store
 	webhooks.Store
 	webhooks.Requeuer
+	store.SealedValues
 }
 
 type test struct {
@@ -53,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Lock", lockTests},
 		{"Sessions", sessionTests},
 		{"OAuthFlows", flowTests},
+		{"SealedValues", sealedTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,22 @@
+package environments
+
+import "github.com/embedauth/connect/store"
+
+// Resealer returns the function that re-seals, under the primary key, a
+// sealed value of kind held by environments: webhook signing keys
+// (store.SealedSigningKey) and variable values (store.SealedVariable). It
+// is nil for other kinds. It is meant for store.SealedValues.ResealValues
+// and for checking that a key opens the values sealed under its id
+// (connect's Service.CheckEncryptionKeys).
+func (s *Service) Resealer(kind string) func(sealed string) (string, error) {
+	var purpose string
+	switch kind {
+	case store.SealedSigningKey:
+		purpose = purposeSigningKey
+	case store.SealedVariable:
+		purpose = purposeVariable
+	default:
+		return nil
+	}
+	return func(sealed string) (string, error) { return s.reseal(purpose, sealed) }
+}

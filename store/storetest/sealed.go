@@ -1,0 +1,314 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/store"
+)
+
+var sealedTests = []test{
+	{"KeyIDs", testSealingKeyIDs},
+	{"KeyIDsFollowWrites", testSealingKeyIDsFollowWrites},
+	{"Forget", testForgetSealingKeyID},
+	{"Sample", testSampleSealedValue},
+	{"Reseal", testResealValues},
+	{"ResealErrors", testResealErrors},
+}
+
+// sealedFixture stores one value of every kind, each sealed under the key
+// id "<prefix>-<kind>", plus values that are not sealed values at all.
+type sealedFixture struct {
+	env     *environments.Environment
+	ids     map[string]string // key id by kind
+	connKey string
+}
+
+func newSealedFixture(t *testing.T, s Store, prefix string) *sealedFixture {
+	t.Helper()
+	ctx := t.Context()
+	f := &sealedFixture{ids: map[string]string{}}
+	for _, kind := range store.SealedKinds {
+		f.ids[kind] = prefix + "-" + strings.ReplaceAll(kind, "_", "-")
+	}
+	v := func(kind, data string) string { return "v1:" + f.ids[kind] + ":" + data }
+	f.env = newEnv(t, s, prefix)
+	env := *f.env
+	env.SealedWebhookSigningKey = v(store.SealedSigningKey, "sk")
+	must(t, s.UpdateEnvironment(ctx, &env))
+	must(t, s.SetVariables(ctx, f.env.ID, []environments.Variable{
+		{Name: "a", SealedValue: v(store.SealedVariable, "a")},
+		{Name: "b", SealedValue: v(store.SealedVariable, "b")},
+		{Name: "plain", SealedValue: "not-sealed"},
+	}))
+	in := newIntegrationValue(f.env.ID, "gh")
+	in.SealedCredentials = v(store.SealedIntegrationCredentials, "cr")
+	in.SealedCustom = v(store.SealedIntegrationCustom, "cu")
+	must(t, s.CreateIntegration(ctx, in))
+	empty := newIntegrationValue(f.env.ID, "empty")
+	empty.SealedCredentials, empty.SealedCustom = "", ""
+	must(t, s.CreateIntegration(ctx, empty))
+	f.connKey = "gh"
+	for _, id := range []string{"c1", "c2", "c3"} {
+		c := newConn(t, s, f.env.ID, "gh", id, nil)
+		c.SealedCredentials = v(store.SealedConnectionCredentials, id)
+		must(t, s.UpdateConnection(ctx, c))
+	}
+	sess := newSessionValue(f.env.ID, prefix, 1800)
+	sess.SealedIntegrationsConfigDefaults = v(store.SealedSessionDefaults, "d")
+	must(t, s.CreateConnectSession(ctx, sess))
+	flow := newFlowValue(f.env.ID, sess.ID, prefix, "client-"+prefix, 900)
+	flow.SealedSecrets = v(store.SealedOAuthFlowSecrets, "fs")
+	must(t, s.CreateOAuthFlow(ctx, flow))
+	return f
+}
+
+// wantCounts is what ForgetSealingKeyID counts for the fixture's key of
+// kind.
+func wantCounts(kind string) map[string]int {
+	n := 1
+	switch kind {
+	case store.SealedVariable:
+		n = 2
+	case store.SealedConnectionCredentials:
+		n = 3
+	}
+	return map[string]int{kind: n}
+}
+
+func keyIDs(t *testing.T, s Store) []string {
+	t.Helper()
+	ids, err := s.SealingKeyIDs(t.Context())
+	must(t, err)
+	if !slices.IsSorted(ids) {
+		t.Errorf("SealingKeyIDs are not sorted: %v", ids)
+	}
+	return ids
+}
+
+func testSealingKeyIDs(t *testing.T, s Store) {
+	diff(t, "key ids of an empty store", []string{}, keyIDs(t, s))
+	f := newSealedFixture(t, s, "p")
+	// The fixture's helpers seal a few values under k1 first (the signing
+	// key of newEnv, then replaced; the connections of newConn, then
+	// updated): a Store may still list it.
+	want := []string{}
+	for _, id := range f.ids {
+		want = append(want, id)
+	}
+	slices.Sort(want)
+	got := slices.DeleteFunc(keyIDs(t, s), func(id string) bool { return id == "k1" })
+	diff(t, "key ids", want, got)
+}
+
+func testSealingKeyIDsFollowWrites(t *testing.T, s Store) {
+	ctx := t.Context()
+	f := newSealedFixture(t, s, "p")
+	has := func(what, id string) {
+		t.Helper()
+		if !slices.Contains(keyIDs(t, s), id) {
+			t.Errorf("%s: SealingKeyIDs lacks %q", what, id)
+		}
+	}
+	c, err := s.GetConnection(ctx, f.env.ID, f.connKey, "c1")
+	must(t, err)
+	c.SealedCredentials = "v1:conn-new:x"
+	must(t, s.UpdateConnection(ctx, c))
+	has("updated connection", "conn-new")
+
+	env, err := s.GetEnvironment(ctx, f.env.ID)
+	must(t, err)
+	env.SealedWebhookSigningKey = "v1:env-new:x"
+	must(t, s.UpdateEnvironment(ctx, env))
+	has("updated environment", "env-new")
+
+	must(t, s.SetVariables(ctx, f.env.ID, []environments.Variable{{Name: "a", SealedValue: "v1:var-new:x"}}))
+	has("set variables", "var-new")
+
+	in, err := s.GetIntegration(ctx, f.env.ID, "gh")
+	must(t, err)
+	in.SealedCustom = "v1:custom-new:x"
+	must(t, s.UpdateIntegration(ctx, in))
+	has("updated integration", "custom-new")
+
+	// A value written in a transaction counts once it commits.
+	err = s.WithTx(ctx, func(ctx context.Context) error {
+		return s.CreateConnection(ctx, &connections.Connection{EnvironmentID: f.env.ID, IntegrationKey: f.connKey,
+			ConnectionID: "in-tx", Provider: "github", AuthMode: connections.AuthModeOAuth2,
+			SealedCredentials: "v1:tx-new:x", CreatedAt: ts, UpdatedAt: ts})
+	})
+	must(t, err)
+	has("connection created in a transaction", "tx-new")
+}
+
+func testForgetSealingKeyID(t *testing.T, s Store) {
+	ctx := t.Context()
+	f := newSealedFixture(t, s, "p")
+	for _, kind := range store.SealedKinds {
+		id := f.ids[kind]
+		counts, err := s.ForgetSealingKeyID(ctx, id)
+		must(t, err)
+		diff(t, "counts of "+id, wantCounts(kind), counts)
+		if !slices.Contains(keyIDs(t, s), id) {
+			t.Errorf("ForgetSealingKeyID dropped %q, which %d values name", id, counts[kind])
+		}
+	}
+	counts, err := s.ForgetSealingKeyID(ctx, "never-used")
+	must(t, err)
+	diff(t, "counts of an unknown id", map[string]int{}, counts)
+
+	// Once no value names an id, forgetting it drops it.
+	c, err := s.GetConnection(ctx, f.env.ID, f.connKey, "c1")
+	must(t, err)
+	c.SealedCredentials = "v1:conn-new:x"
+	must(t, s.UpdateConnection(ctx, c))
+	must(t, s.DeleteConnection(ctx, f.env.ID, f.connKey, "c2"))
+	c, err = s.GetConnection(ctx, f.env.ID, f.connKey, "c3")
+	must(t, err)
+	c.SealedCredentials = ""
+	must(t, s.UpdateConnection(ctx, c))
+	id := f.ids[store.SealedConnectionCredentials]
+	counts, err = s.ForgetSealingKeyID(ctx, id)
+	must(t, err)
+	diff(t, "counts of a key no value names", map[string]int{}, counts)
+	if slices.Contains(keyIDs(t, s), id) {
+		t.Errorf("SealingKeyIDs still lists %q after ForgetSealingKeyID", id)
+	}
+	if !slices.Contains(keyIDs(t, s), "conn-new") {
+		t.Error("ForgetSealingKeyID dropped another id")
+	}
+	// A key id used again is listed again.
+	c.SealedCredentials = "v1:" + id + ":again"
+	must(t, s.UpdateConnection(ctx, c))
+	if !slices.Contains(keyIDs(t, s), id) {
+		t.Errorf("SealingKeyIDs lacks %q, used again", id)
+	}
+}
+
+func testSampleSealedValue(t *testing.T, s Store) {
+	ctx := t.Context()
+	f := newSealedFixture(t, s, "p")
+	for _, kind := range store.SealedKinds {
+		id := f.ids[kind]
+		gotKind, v, err := s.SampleSealedValue(ctx, id)
+		must(t, err)
+		if gotKind != kind || !strings.HasPrefix(v, "v1:"+id+":") {
+			t.Errorf("SampleSealedValue(%s) = %s %q", id, gotKind, v)
+		}
+	}
+	_, _, err := s.SampleSealedValue(ctx, "never-used")
+	wantErr(t, "SampleSealedValue(unknown id)", err, store.ErrNotFound)
+	// A key id with a '_' matches itself only.
+	c, err := s.GetConnection(ctx, f.env.ID, f.connKey, "c1")
+	must(t, err)
+	c.SealedCredentials = "v1:a_b:x"
+	must(t, s.UpdateConnection(ctx, c))
+	_, _, err = s.SampleSealedValue(ctx, "a-b")
+	wantErr(t, "SampleSealedValue(a-b)", err, store.ErrNotFound)
+	if kind, v, err := s.SampleSealedValue(ctx, "a_b"); err != nil || kind != store.SealedConnectionCredentials || v != "v1:a_b:x" {
+		t.Errorf("SampleSealedValue(a_b) = %s %q, %v", kind, v, err)
+	}
+}
+
+func testResealValues(t *testing.T, s Store) {
+	ctx := t.Context()
+	f := newSealedFixture(t, s, "p")
+	g := newSealedFixture(t, s, "q") // another environment, other keys
+	for _, kind := range store.SealedKinds {
+		id := f.ids[kind]
+		var seen []string
+		n, err := s.ResealValues(ctx, kind, id, func(v string) (string, error) {
+			seen = append(seen, v)
+			rest, _ := strings.CutPrefix(v, "v1:"+id+":")
+			return "v1:new:" + rest, nil
+		})
+		must(t, err)
+		if want := wantCounts(kind)[kind]; n != want || len(seen) != want {
+			t.Errorf("ResealValues(%s) = %d after %d calls, want %d", kind, n, len(seen), want)
+		}
+		for _, v := range seen {
+			if !strings.HasPrefix(v, "v1:"+id+":") {
+				t.Errorf("ResealValues(%s, %s) handed over %q", kind, id, v)
+			}
+		}
+		counts, err := s.ForgetSealingKeyID(ctx, id)
+		must(t, err)
+		diff(t, "counts of "+id+" after resealing", map[string]int{}, counts)
+		// The other environment's values, under other keys, stay.
+		counts, err = s.ForgetSealingKeyID(ctx, g.ids[kind])
+		must(t, err)
+		diff(t, "counts of "+g.ids[kind], wantCounts(kind), counts)
+	}
+	counts, err := s.ForgetSealingKeyID(ctx, "new")
+	must(t, err)
+	total := 0
+	for _, kind := range store.SealedKinds {
+		total += counts[kind]
+		if counts[kind] != wantCounts(kind)[kind] {
+			t.Errorf("values of kind %s under the new key: %d, want %d", kind, counts[kind], wantCounts(kind)[kind])
+		}
+	}
+	// The records hold the new values.
+	c, err := s.GetConnection(ctx, f.env.ID, f.connKey, "c2")
+	must(t, err)
+	if c.SealedCredentials != "v1:new:c2" {
+		t.Errorf("connection c2 holds %q", c.SealedCredentials)
+	}
+	env, err := s.GetEnvironment(ctx, f.env.ID)
+	must(t, err)
+	if env.SealedWebhookSigningKey != "v1:new:sk" {
+		t.Errorf("environment holds %q", env.SealedWebhookSigningKey)
+	}
+	vars, err := s.ListVariables(ctx, f.env.ID)
+	must(t, err)
+	diff(t, "variables", []environments.Variable{{Name: "a", SealedValue: "v1:new:a"}, {Name: "b", SealedValue: "v1:new:b"},
+		{Name: "plain", SealedValue: "not-sealed"}}, vars)
+	in, err := s.GetIntegration(ctx, f.env.ID, "gh")
+	must(t, err)
+	if in.SealedCredentials != "v1:new:cr" || in.SealedCustom != "v1:new:cu" {
+		t.Errorf("integration holds %q and %q", in.SealedCredentials, in.SealedCustom)
+	}
+	sess, err := s.GetConnectSession(ctx, []byte("hash-p"))
+	must(t, err)
+	if sess.SealedIntegrationsConfigDefaults != "v1:new:d" {
+		t.Errorf("session holds %q", sess.SealedIntegrationsConfigDefaults)
+	}
+	flow, err := s.GetOAuthFlowByClientID(ctx, "client-p", 0)
+	must(t, err)
+	if flow.SealedSecrets != "v1:new:fs" {
+		t.Errorf("flow holds %q", flow.SealedSecrets)
+	}
+}
+
+func testResealErrors(t *testing.T, s Store) {
+	ctx := t.Context()
+	f := newSealedFixture(t, s, "p")
+	id := f.ids[store.SealedConnectionCredentials]
+	_, err := s.ResealValues(ctx, "no_such_kind", id, func(v string) (string, error) { return v, nil })
+	wantErr(t, "ResealValues(unknown kind)", err, store.ErrInvalid)
+
+	// A value still under the same key is refused.
+	_, err = s.ResealValues(ctx, store.SealedConnectionCredentials, id, func(v string) (string, error) { return v, nil })
+	wantErr(t, "ResealValues(same key)", err, store.ErrInvalid)
+
+	// reseal's error stops it; what it replaced before stays.
+	boom := errors.New("boom")
+	calls := 0
+	n, err := s.ResealValues(ctx, store.SealedConnectionCredentials, id, func(v string) (string, error) {
+		if calls++; calls == 2 {
+			return "", boom
+		}
+		return "v1:new:x", nil
+	})
+	if !errors.Is(err, boom) || n != 1 {
+		t.Errorf("ResealValues with a failing reseal = %d, %v; want 1, boom", n, err)
+	}
+	counts, err := s.ForgetSealingKeyID(ctx, id)
+	must(t, err)
+	diff(t, "counts after a failed reseal", map[string]int{store.SealedConnectionCredentials: 2}, counts)
+}
