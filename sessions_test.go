@@ -493,7 +493,7 @@ func TestConnectSessionEnvironments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prodKey, _, err := sb.svc.Environments().CreateAPIKey(ctx, prod.ID, environments.NewAPIKey{Name: "full"})
+		prodKey, _, err := sb.svc.Environments().CreateAPIKey(ctx, prod.ID, environments.NewAPIKey{Name: "full", Scopes: []string{environments.ScopeAll}})
 		if err != nil {
 			t.Fatal(err)
 		}
