@@ -17,8 +17,13 @@ func checkText(v any) error {
 	return walkText(reflect.ValueOf(v), 0)
 }
 
+// maxTextDepth bounds the walk. It is far above what the API lets in (JSON
+// nested at most 64 levels, two steps each here: a map and an interface),
+// so that the memory store never refuses what the Postgres store keeps.
+const maxTextDepth = 512
+
 func walkText(v reflect.Value, depth int) error {
-	if depth > 64 {
+	if depth > maxTextDepth {
 		return fmt.Errorf("%w: value nested too deeply", store.ErrInvalid)
 	}
 	switch v.Kind() {
