@@ -416,3 +416,63 @@ func TestGoodInputPassesTheEdge(t *testing.T) {
 		}
 	})
 }
+
+// TestAnonymousRequestsDoNotGrowStorage: requests nobody authenticated
+// (bad webhook signatures, unknown environments and integrations, garbage
+// OAuth callback state, unknown session tokens and API keys) cannot make
+// the Store grow with their number. A refused incoming webhook is
+// recorded once per integration, reason and minute; nothing else of them
+// is stored.
+func TestAnonymousRequestsDoNotGrowStorage(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setup(t, b)
+		seed(t, bu)
+		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"ghw",
+			"credentials":{"type":"OAUTH2","client_id":"cid","client_secret":"cs","webhook_secret":"whsec-123"}}`})
+		before, logs := tableCounts(t, b, bu), snapshot(t, bu)
+		unknownTok := "nango_connect_session_" + strings.Repeat("ab", 32)
+		body := `{"installation":{"id":1}}`
+		const n = 25
+		for i := range n {
+			for _, rq := range []struct {
+				method, path string
+				header       map[string]string
+				body         string
+			}{
+				{"POST", "/webhook/dev/ghw", map[string]string{"X-Hub-Signature-256": "sha256=" + strings.Repeat("0", 64), "Content-Type": "application/json"}, body},
+				{"POST", "/webhook/dev/ghw", map[string]string{"Content-Type": "application/json"}, body},
+				{"POST", "/webhook/nope/ghw", nil, body},
+				{"POST", "/webhook/dev/nope", nil, body},
+				{"GET", fmt.Sprintf("/oauth/callback?state=garbage-%d&code=x", i), nil, ""},
+				{"GET", "/oauth/connect/gh?connect_session_token=" + unknownTok + "&ws_client_id=w" + fmt.Sprint(i), nil, ""},
+				{"GET", "/oauth/status/w1", map[string]string{"Authorization": "Bearer " + unknownTok}, ""},
+				{"GET", "/connect/session", map[string]string{"Authorization": "Bearer " + unknownTok}, ""},
+				{"POST", "/api-auth/api-key/oa?connect_session_token=" + unknownTok, map[string]string{"Content-Type": "application/json"}, `{"apiKey":"k"}`},
+				{"POST", "/connections", map[string]string{"Authorization": "Bearer sk_unknown_key_0000000000", "Content-Type": "application/json"},
+					`{"provider_config_key":"oa","connection_id":"x","api_key":"k"}`},
+			} {
+				r := rawDo(t, bu.srv.URL, rq.method, rq.path, rq.header, rq.body)
+				if r.status < 400 || r.status >= 500 {
+					t.Fatalf("%s %s = %d %s, want a 4xx", rq.method, rq.path, r.status, r.body)
+				}
+			}
+		}
+		after := tableCounts(t, b, bu)
+		log := "operations_log"
+		if b.db == nil {
+			log = "operations log"
+		}
+		if got := after[log] - before[log]; got != 2 {
+			t.Errorf("%d anonymous refusals wrote %d log entries, want 2 (one per integration and reason)", 10*n, got)
+		}
+		delete(before, log)
+		delete(after, log)
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("anonymous requests added rows (-before +after):\n%s", diff)
+		}
+		if diff := cmp.Diff(logs, snapshot(t, bu)); diff != "" {
+			t.Errorf("anonymous requests changed the store (-before +after):\n%s", diff)
+		}
+	})
+}
