@@ -12,7 +12,8 @@ import (
 // checkText rejects, with store.ErrInvalid, a record holding a string that
 // Postgres cannot store: one with a NUL byte or invalid UTF-8. It walks
 // every string of v, including map keys and nested values, so that the
-// memory store refuses what the Postgres store refuses.
+// memory store refuses what the Postgres store refuses. Lookups check
+// their text arguments too: Postgres refuses to compare such text.
 func checkText(v any) error {
 	return walkText(reflect.ValueOf(v), 0)
 }

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Lock", lockTests},
 		{"Sessions", sessionTests},
 		{"OAuthFlows", flowTests},
+		{"Text", textTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
