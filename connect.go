@@ -639,6 +639,11 @@ func (s *Service) withWebSocket(h http.Handler) http.Handler {
 // ProxyHandler and ConnectHandler, and the unauthenticated GET /health,
 // GET /providers/{provider}/logo.svg and POST /webhook/{environment}/{integration}
 // (providers' webhooks, verified by the provider's signature).
+//
+// Like every handler of the Service, it refuses with 400, before routing,
+// a request whose decoded path, query keys or values, or header values
+// (Cookie aside) are not UTF-8 or hold control characters, so that no
+// route, Store or upstream sees them.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
