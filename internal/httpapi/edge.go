@@ -107,7 +107,7 @@ func invalidQuery(name, message string) error {
 // unescapeQuery decodes %-escapes and '+' into dst; ok is false for a
 // malformed escape.
 func unescapeQuery(s string, dst []byte) (string, bool) {
-	if !strings.ContainsAny(s, "%+") {
+	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
 		return s, true
 	}
 	for i := 0; i < len(s); i++ {
