@@ -225,7 +225,9 @@ func (s *refusalSampler) admit(k refusalKey, now time.Time) (bool, int) {
 // connection_config value the data names and, when the integration's
 // ForwardWebhooks is set, gives the Notifier one forward event per matched
 // connection, or one without a connection when none matched. It answers
-// 200 {"success":true} without waiting for delivery.
+// 200 {"success":true} without waiting for delivery. Each delivery that
+// reached an integration gets an operations-log entry, except refusals
+// before authentication, which are sampled (see RefusalLogInterval).
 //
 // It panics when a required field of cfg is nil.
 func IncomingHandler(cfg IncomingConfig) http.Handler {
