@@ -279,7 +279,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prodKey, _, err := bu.svc.Environments().CreateAPIKey(ctx, prod.ID, environments.NewAPIKey{})
+		prodKey, _, err := bu.svc.Environments().CreateAPIKey(ctx, prod.ID, environments.NewAPIKey{Scopes: []string{environments.ScopeAll}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -173,7 +173,7 @@ func newGetConnectionBench(b *testing.B) *getConnectionBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench"})
+	key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench", Scopes: []string{environments.ScopeAll}})
 	if err != nil {
 		b.Fatal(err)
 	}

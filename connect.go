@@ -610,7 +610,7 @@ func (s *Service) reencryptRecords(ctx context.Context) (int, error) {
 func (s *Service) APIHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
-	return s.sessions.Bearer(mux)
+	return s.edge(s.sessions.Bearer(mux))
 }
 
 // ConnectHandler serves the pre-built connect UI (GET /connect/ and its
@@ -627,7 +627,33 @@ func (s *Service) ConnectHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.sessions.PublicRoutes(mux)
 	s.connectUI.Register(mux, connectui.DefaultPath)
-	return s.withWebSocket(mux)
+	return s.edge(s.withWebSocket(mux))
+}
+
+// edge refuses, before routing, a request whose path, query or header
+// values are not UTF-8 or hold control characters (httpapi.CheckRequest),
+// so that no route, Store or upstream ever sees them. Every handler of the
+// Service is wrapped in it once. The refusal is a 400 in the shape of the
+// route: the OAuth popup's error page, {"message"} for the deprecated
+// import and delete routes, the standard error body otherwise.
+func (s *Service) edge(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := httpapi.CheckRequest(r)
+		if err == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if connections.IsPopupPath(r.Method, r.URL.Path) {
+			connections.WritePopupError(w, r.URL.Path, "The address of this page is malformed: start the connection again.")
+			return
+		}
+		style := httpapi.StyleStandard
+		if (r.Method == http.MethodPost && r.URL.Path == "/connection") ||
+			(r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/connection/")) {
+			style = httpapi.StyleMessage
+		}
+		httpapi.WriteError(w, r, nil, style, err)
+	})
 }
 
 // withWebSocket serves the frontend client's WebSocket (Config.WebsocketsPath)
@@ -648,6 +674,11 @@ func (s *Service) withWebSocket(h http.Handler) http.Handler {
 // ProxyHandler and ConnectHandler, and the unauthenticated GET /health,
 // GET /providers/{provider}/logo.svg and POST /webhook/{environment}/{integration}
 // (providers' webhooks, verified by the provider's signature).
+//
+// Like every handler of the Service, it refuses with 400, before routing,
+// a request whose decoded path, query keys or values, or header values
+// (Cookie aside) are not UTF-8 or hold control characters, so that no
+// route, Store or upstream sees them.
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerAPI(mux)
@@ -659,7 +690,7 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.Handle("GET /providers/{provider}/logo.svg", s.integrations.LogoHandler())
 	mux.Handle(webhooks.IncomingPattern, s.incomingHandler())
-	return s.withWebSocket(s.sessions.Bearer(mux))
+	return s.edge(s.withWebSocket(s.sessions.Bearer(mux)))
 }
 
 // incomingHandler receives providers' webhooks and forwards them through the

@@ -29,7 +29,9 @@ func ExampleService_Handler() {
 	}
 	ctx := context.Background()
 	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
-	key, _, _ := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "backend"})
+	// A key holds only the scopes it is given (none by default).
+	key, _, _ := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "backend",
+		Scopes: []string{environments.ScopeIntegrationsRead, environments.ScopeIntegrationsWrite}})
 
 	mux := http.NewServeMux()
 	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))

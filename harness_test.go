@@ -96,7 +96,7 @@ func setup(t testing.TB, b *backend, mutate ...func(*connect.Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "full"})
+	key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "full", Scopes: []string{environments.ScopeAll}})
 	if err != nil {
 		t.Fatal(err)
 	}

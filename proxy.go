@@ -43,7 +43,7 @@ func (s *Service) setupProxy() error {
 func (s *Service) ProxyHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.registerProxy(mux)
-	return mux
+	return s.edge(mux)
 }
 
 func (s *Service) registerProxy(mux *http.ServeMux) {

@@ -251,7 +251,7 @@ func newProxyBench(b *testing.B) *proxyBench {
 		if err != nil {
 			b.Fatal(err)
 		}
-		key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench"})
+		key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench", Scopes: []string{environments.ScopeAll}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -483,7 +483,7 @@ func BenchmarkProxyHandlerOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "bench"})
-	key, _, _ := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench"})
+	key, _, _ := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench", Scopes: []string{environments.ScopeAll}})
 	svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "bench-api", UniqueKey: "api"})
 	if _, _, err := svc.Connections().Import(ctx, env.ID, connections.ImportInput{ProviderConfigKey: "api", ConnectionID: "user-0",
 		AccessToken: "gho_token", NoExpiration: true}); err != nil {

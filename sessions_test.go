@@ -22,6 +22,7 @@ import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/webhooks"
 )
 
 // fakeAPI is a provider's API for credential checks and client-credentials
@@ -327,6 +328,62 @@ func TestConnectSessionConfig(t *testing.T) {
 	}
 }
 
+// TestConnectSessionWithoutTags: tags and end_user are both optional. A
+// session without either is created (201) and creates connections without
+// tags, whose auth webhook has no tags and no end user; the deprecated
+// organization alone still becomes its tags.
+func TestConnectSessionWithoutTags(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		sb := sessionSetup(t, b)
+		for _, tc := range []struct{ body, cid, tags string }{
+			{`{}`, "", `{}`},
+			{`{"allowed_integrations":["key1"]}`, "", `{}`},
+			{`{"organization":{"id":"acme","display_name":"Acme"}}`, "", `{"organization_id":"acme","organization_display_name":"Acme"}`},
+		} {
+			r := sb.do(t, req{method: "POST", path: "/connect/sessions", body: tc.body})
+			if r.status != 201 {
+				t.Errorf("POST /connect/sessions %s = %d %s, want 201", tc.body, r.status, r.raw)
+				continue
+			}
+			tok, _ := data(t, r)["token"].(string)
+			got := data(t, sb.mustDo(t, 200, req{method: "GET", path: "/connect/session", key: tok}))
+			sameJSONValue(t, tc.body+": session tags", got["tags"], tc.tags)
+			if got["endUser"] != nil {
+				t.Errorf("%s: endUser %v, want null", tc.body, got["endUser"])
+			}
+			a := sb.mustDo(t, 200, req{method: "POST", path: "/api-auth/api-key/key1?connect_session_token=" + tok + "&params[tenant]=acme", key: "-", body: `{"apiKey":"good-key"}`})
+			cid, _ := a.obj()["connectionId"].(string)
+			c, err := sb.svc.Connections().Get(t.Context(), sb.env.ID, "key1", cid, connections.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{}
+			if err := json.Unmarshal([]byte(tc.tags), &want); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(c.Tags) != fmt.Sprint(want) { // maps print sorted; nil as map[]
+				t.Errorf("%s: connection tags %v, want %v", tc.body, c.Tags, want)
+			}
+			var auth *webhooks.Event
+			for _, e := range sb.events.list() {
+				if e.ConnectionID == cid && e.Type == webhooks.TypeAuth {
+					auth = &e
+				}
+			}
+			if auth == nil {
+				t.Fatalf("%s: no auth event for %s in %+v", tc.body, cid, sb.events.list())
+			}
+			p, _ := json.Marshal(auth.Payload)
+			var body map[string]any
+			_ = json.Unmarshal(p, &body)
+			if tc.body == `{}` && (body["tags"] != nil || body["endUser"] != nil) {
+				t.Errorf("auth webhook of a session without tags: %s", p)
+			}
+		}
+	})
+}
+
 // TestConnectSessionDelete: DELETE /connect/session answers 204, after
 // which the token fails everywhere.
 func TestConnectSessionDelete(t *testing.T) {
@@ -493,7 +550,7 @@ func TestConnectSessionEnvironments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prodKey, _, err := sb.svc.Environments().CreateAPIKey(ctx, prod.ID, environments.NewAPIKey{Name: "full"})
+		prodKey, _, err := sb.svc.Environments().CreateAPIKey(ctx, prod.ID, environments.NewAPIKey{Name: "full", Scopes: []string{environments.ScopeAll}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,8 +640,6 @@ func TestConnectSessionBadInput(t *testing.T) {
 			{"malformed", "/connect/sessions", `{"tags":`, 400, "invalid_body"},
 			{"array", "/connect/sessions", `[]`, 400, "invalid_body"},
 			{"empty body", "/connect/sessions", ``, 400, "invalid_body"},
-			{"no end user or tags", "/connect/sessions", `{}`, 400, "invalid_body"},
-			{"only organization", "/connect/sessions", `{"organization":{"id":"o"}}`, 400, "invalid_body"},
 			{"end user without id", "/connect/sessions", `{"end_user":{"email":"a@b.c"}}`, 400, "invalid_body"},
 			{"end user wrong type", "/connect/sessions", `{"end_user":"u1"}`, 400, "invalid_body"},
 			{"organization without id", "/connect/sessions", `{"tags":{},"organization":{"display_name":"x"}}`, 400, "invalid_body"},

@@ -369,7 +369,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 				return store.Invalid("invalid_headers", "The Provider-Config-Key header is required.", store.FieldError{
 					Code: "required", Message: "is required", Path: []string{"provider-config-key"}})
 			}
-			b, err := httpapi.ReadBody(r)
+			b, err := httpapi.ReadJSON(r)
 			if err != nil {
 				return err
 			}

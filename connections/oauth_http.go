@@ -91,6 +91,25 @@ func (ss *Sessions) serveOAuthConnect(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, start.RedirectURL, http.StatusFound)
 }
 
+// IsPopupPath reports whether a request for path is one of the OAuth
+// popup's pages, GET /oauth/connect/{integration} and GET /oauth/callback,
+// which answer every error with the callback page (see WritePopupError).
+func IsPopupPath(method, path string) bool {
+	return method == http.MethodGet && (strings.HasPrefix(path, "/oauth/connect/") || path == "/oauth/callback")
+}
+
+// WritePopupError answers a popup page refused before it was routed (a
+// malformed URL) with the callback page, status 400: url_param_err on
+// /oauth/connect, callback_err on /oauth/callback. The message must not
+// hold the request's text.
+func WritePopupError(w http.ResponseWriter, path, message string) {
+	typ := FlowErrURLParam
+	if path == "/oauth/callback" {
+		typ = FlowErrCallback
+	}
+	writeCallbackPage(w, http.StatusBadRequest, &StatusData{Status: "error", Error: &StatusErr{Type: typ, Message: message}})
+}
+
 // connectFailed answers a failed /oauth/connect with the error page. When
 // the session is known and the browser named a client id, the failure is
 // stored as a finished flow, so that the WebSocket and the status poll of

@@ -189,8 +189,9 @@ func newCheckClient(timeout time.Duration) *http.Client {
 // CreateSessionInput is the body of POST /connect/sessions.
 type CreateSessionInput struct {
 	// EndUser is deprecated: it becomes the tags end_user_id,
-	// end_user_email and end_user_display_name (plus its own tags). It is
-	// required unless Tags is given.
+	// end_user_email and end_user_display_name (plus its own tags).
+	// Optional, like Tags: a session without either creates connections
+	// without tags.
 	EndUser *EndUser `json:"end_user"`
 	// Organization is deprecated: it becomes the tags organization_id and
 	// organization_display_name.
@@ -237,10 +238,6 @@ type NewSession struct {
 
 // Create creates a connect session.
 func (ss *Sessions) Create(ctx context.Context, environmentID int64, in CreateSessionInput) (*NewSession, error) {
-	if in.EndUser == nil && in.Tags == nil {
-		return nil, store.Invalid("invalid_body", "The request body is invalid: end_user or tags is required.", store.FieldError{
-			Code: "required", Message: "end_user is required unless tags is given", Path: []string{"end_user"}})
-	}
 	sess := &Session{EnvironmentID: environmentID}
 	var err error
 	if sess.Tags, err = sessionTags(in.Tags, in.EndUser, in.Organization); err != nil {

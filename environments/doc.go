@@ -5,8 +5,10 @@
 // # API keys
 //
 // An API key is random (or given by the host), shown once at creation and
-// stored only as its SHA-256 hash. Each key holds scopes; [ScopeAll] grants
-// everything. Every API route requires one scope:
+// stored only as its SHA-256 hash. Each key holds the scopes it was created
+// with; only an explicit [ScopeAll] grants everything, and a key created
+// without scopes holds none (every route answers it 403). Every API route
+// requires one scope:
 //
 //	GET  /providers, /providers/{provider}          environment:providers:read
 //	GET  /integrations, /integrations/{key}         environment:integrations:read

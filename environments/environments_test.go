@@ -90,6 +90,14 @@ func TestAPIKeys(t *testing.T) {
 	if _, _, err := s.CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Secret: "short"}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("short secret: %v", err)
 	}
+	// Fail closed: a key created without scopes holds none.
+	bare, _, err := s.CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Authenticate(ctx, bare); err != nil || len(p.Scopes) != 0 || p.Allows(environments.ScopeConnectionsRead) || p.Allows(environments.ScopeAll) {
+		t.Errorf("a key created without scopes: %+v, %v", p, err)
+	}
 	if _, _, err := s.CreateAPIKey(ctx, 999, environments.NewAPIKey{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing environment: %v", err)
 	}

@@ -290,7 +290,9 @@ func validateConnectUI(c ConnectUISettings) error {
 // NewAPIKey describes a new API key.
 type NewAPIKey struct {
 	Name string
-	// Scopes default to ScopeAll.
+	// Scopes are what the key may do. Only ScopeAll grants everything; a
+	// key created without scopes (nil or empty) holds none, and every route
+	// refuses it with 403.
 	Scopes []string
 	// Secret is the key itself; generated when empty. A given secret must be
 	// at least 16 characters.
@@ -300,10 +302,8 @@ type NewAPIKey struct {
 // CreateAPIKey creates an API key and returns it with its secret, which is
 // shown only this once: the Store keeps a hash.
 func (s *Service) CreateAPIKey(ctx context.Context, environmentID int64, in NewAPIKey) (string, *APIKey, error) {
+	// Authorization fails closed: no scopes means no access, never all.
 	scopes := in.Scopes
-	if len(scopes) == 0 {
-		scopes = []string{ScopeAll}
-	}
 	for _, sc := range scopes {
 		if !ValidScope(sc) {
 			return "", nil, store.Invalid("invalid_body", fmt.Sprintf("Unknown scope %q.", sc))

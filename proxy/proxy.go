@@ -334,12 +334,23 @@ func (p *Proxy) writeError(w http.ResponseWriter, r *http.Request, c *call, err 
 
 var errResponseTooLarge = errors.New("proxy: upstream response too large")
 
+// sourceError is a failure of the Source (reading the connection), not of
+// the upstream: it is answered as the Source's error, never as
+// upstream_error, and a Store's text never reaches the answer.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
 // mapError turns a transport failure into one of our error bodies.
 func (p *Proxy) mapError(c *call, err error) error {
 	var se *store.Error
 	var mbe *http.MaxBytesError
 	var ae *AddressError
+	var src *sourceError
 	switch {
+	case errors.As(err, &src):
+		return src.err
 	case errors.As(err, &ae):
 		return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
 			"The upstream address %s is %s; the proxy's network policy refuses it.", ae.Addr, ae.Class))
@@ -518,7 +529,7 @@ func (p *Proxy) prepare(ctx context.Context, envID int64, key, id string, opts O
 	}
 	t, err := p.cfg.Source.Target(ctx, envID, key, id, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &sourceError{err}
 	}
 	c := &call{p: p, env: envID, key: key, id: id, opts: opts}
 	if err := c.setTarget(t); err != nil {

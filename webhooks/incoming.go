@@ -15,7 +15,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
@@ -143,6 +145,68 @@ type IncomingConfig struct {
 	MaxScan int
 	// Now defaults to time.Now; it dates signature timestamps.
 	Now func() time.Time
+	// RefusalLogInterval bounds what anonymous callers can write. A
+	// delivery refused before it was authenticated (a missing or bad
+	// signature, or a bad body sent to an integration whose provider does
+	// not sign) may come from anyone, so its refusal is recorded in the
+	// operations log at most once per environment, integration and reason
+	// in each interval, per process; the entry's meta "suppressed" counts
+	// the refusals left unrecorded since the previous entry. Refused
+	// requests for an unknown environment or integration are never
+	// recorded. Defaults to one minute.
+	RefusalLogInterval time.Duration
+}
+
+// DefaultRefusalLogInterval is the default IncomingConfig.RefusalLogInterval.
+const DefaultRefusalLogInterval = time.Minute
+
+// maxRefusalKeys bounds the memory of the refusal sampler. When it is full
+// of keys seen within the interval, further refusals are not recorded.
+const maxRefusalKeys = 4096
+
+// refusalSampler admits at most one refusal per key and interval.
+type refusalSampler struct {
+	every time.Duration
+	mu    sync.Mutex
+	seen  map[refusalKey]*refusalCount
+}
+
+type refusalKey struct {
+	env                 int64
+	integration, reason string
+}
+
+type refusalCount struct {
+	at         time.Time
+	suppressed int
+}
+
+// admit reports whether a refusal at now may be recorded and, when it
+// may, how many refusals of its key were not recorded since the last one.
+func (s *refusalSampler) admit(k refusalKey, now time.Time) (bool, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.seen[k]; ok {
+		if now.Sub(c.at) < s.every {
+			c.suppressed++
+			return false, 0
+		}
+		n := c.suppressed
+		c.at, c.suppressed = now, 0
+		return true, n
+	}
+	if len(s.seen) >= maxRefusalKeys {
+		for key, c := range s.seen {
+			if now.Sub(c.at) >= s.every {
+				delete(s.seen, key)
+			}
+		}
+		if len(s.seen) >= maxRefusalKeys {
+			return false, 0
+		}
+	}
+	s.seen[k] = &refusalCount{at: now}
+	return true, 0
 }
 
 // IncomingHandler returns the handler of POST
@@ -161,7 +225,9 @@ type IncomingConfig struct {
 // connection_config value the data names and, when the integration's
 // ForwardWebhooks is set, gives the Notifier one forward event per matched
 // connection, or one without a connection when none matched. It answers
-// 200 {"success":true} without waiting for delivery.
+// 200 {"success":true} without waiting for delivery. Each delivery that
+// reached an integration gets an operations-log entry, except refusals
+// before authentication, which are sampled (see RefusalLogInterval).
 //
 // It panics when a required field of cfg is nil.
 func IncomingHandler(cfg IncomingConfig) http.Handler {
@@ -189,8 +255,11 @@ func IncomingHandler(cfg IncomingConfig) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RefusalLogInterval <= 0 {
+		cfg.RefusalLogInterval = DefaultRefusalLogInterval
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	h := &incomingHandler{cfg: cfg}
+	h := &incomingHandler{cfg: cfg, refusals: &refusalSampler{every: cfg.RefusalLogInterval, seen: map[refusalKey]*refusalCount{}}}
 	mux := http.NewServeMux()
 	mux.HandleFunc(IncomingPattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h.serve(w, r); err != nil {
@@ -201,7 +270,8 @@ func IncomingHandler(cfg IncomingConfig) http.Handler {
 }
 
 type incomingHandler struct {
-	cfg IncomingConfig
+	cfg      IncomingConfig
+	refusals *refusalSampler
 }
 
 // incomingRecord is what the log entry of one delivery says.
@@ -214,6 +284,8 @@ type incomingRecord struct {
 	truncated bool
 	challenge bool
 	reason    string
+	// suppressed counts the like refusals not recorded before this one.
+	suppressed int
 }
 
 var errInvalidSignature = httpapi.WithStatus(http.StatusUnauthorized,
@@ -253,7 +325,7 @@ func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 		req := SignedRequest{Method: r.Method, URL: h.requestURL(r, envName, key), Header: r.Header, Body: body}
 		if err := VerifyProviderSignature(sig, webhookSecret(sig, it.Credentials), req, h.cfg.Now()); err != nil {
 			d.reason = SignatureReason(err)
-			h.record(ctx, d, oplog.StatusFailure, "Incoming webhook refused: invalid signature ("+d.reason+").")
+			h.refused(ctx, d, "Incoming webhook refused: invalid signature ("+d.reason+").")
 			return errInvalidSignature
 		}
 		d.verified = true
@@ -264,7 +336,7 @@ func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 	doc, err := parseIncoming(body, r.Header.Get("Content-Type"), needJSON)
 	if err != nil {
 		d.reason = "invalid_body"
-		h.record(ctx, d, oplog.StatusFailure, "Incoming webhook refused: the body is not valid JSON.")
+		h.refused(ctx, d, "Incoming webhook refused: the body is not valid JSON.")
 		return err
 	}
 
@@ -380,7 +452,7 @@ func (h *incomingHandler) answerChallenge(w http.ResponseWriter, r *http.Request
 	v, ok := lookupPath(doc, path)
 	if !ok {
 		d.reason = "invalid_challenge"
-		h.record(r.Context(), d, oplog.StatusFailure, "Incoming webhook challenge refused: it has no "+path+".")
+		h.refused(r.Context(), d, "Incoming webhook challenge refused: it has no "+path+".")
 		return store.Invalid("invalid_body", "The challenge has no "+path+".")
 	}
 	h.record(r.Context(), d, oplog.StatusSuccess, "Incoming webhook challenge answered.")
@@ -584,12 +656,13 @@ func rawArray(elems []json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// routingValue applies TrimSuffix; an empty value routes nowhere.
+// routingValue applies TrimSuffix; an empty value routes nowhere, and so
+// does one no connection config can hold (a NUL or invalid UTF-8).
 func routingValue(s, suffix string) (string, bool) {
 	if suffix != "" {
 		s = strings.TrimSuffix(s, suffix)
 	}
-	return s, s != ""
+	return s, s != "" && strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
 
 type routedMatch struct {
@@ -692,6 +765,19 @@ func (d *incomingRecord) summary() string {
 	return b.String()
 }
 
+// refused records the refusal of a delivery: always when its signature
+// was verified, otherwise (anyone may have sent it) as the sampler allows.
+func (h *incomingHandler) refused(ctx context.Context, d *incomingRecord, msg string) {
+	if !d.verified {
+		ok, n := h.refusals.admit(refusalKey{d.env.ID, d.it.UniqueKey, d.reason}, h.cfg.Now())
+		if !ok {
+			return
+		}
+		d.suppressed = n
+	}
+	h.record(ctx, d, oplog.StatusFailure, msg)
+}
+
 // record writes the delivery's log entry: never the body, a header value or
 // a secret. A failure to record is logged, not returned.
 func (h *incomingHandler) record(ctx context.Context, d *incomingRecord, status, msg string) {
@@ -712,6 +798,9 @@ func (h *incomingHandler) record(ctx context.Context, d *incomingRecord, status,
 	}
 	if d.challenge {
 		meta["challenge"] = true
+	}
+	if d.suppressed > 0 {
+		meta["suppressed"] = d.suppressed
 	}
 	e := &oplog.Entry{
 		EnvironmentID:  d.env.ID,

@@ -820,3 +820,58 @@ func FuzzIncomingHandler(f *testing.F) {
 		}
 	})
 }
+
+// TestIncomingRefusalsAreSampled: a refusal before authentication (anyone
+// may send it) is recorded at most once per integration, reason and
+// RefusalLogInterval, with the count of those left out; refusals after a
+// valid signature are all recorded.
+func TestIncomingRefusalsAreSampled(t *testing.T) {
+	t.Parallel()
+	now := fixedNow
+	var mu sync.Mutex
+	f := newFixture(t, func(c *webhooks.IncomingConfig) {
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	body := `{"installation":{"id":123}}`
+	count := func() int { f.log.mu.Lock(); defer f.log.mu.Unlock(); return len(f.log.entries) }
+	const n = 50
+	for range n {
+		if r := f.post(t, "/webhook/dev/gh", githubHeader("wrong", body), body); r.status != 401 {
+			t.Fatalf("bad signature: %d %s", r.status, r.body)
+		}
+		// Another reason and another integration are counted apart.
+		if r := f.post(t, "/webhook/dev/gh", hdr("Content-Type", "application/json"), body); r.status != 401 {
+			t.Fatalf("no signature: %d %s", r.status, r.body)
+		}
+		if r := f.post(t, "/webhook/dev/lin", hdr("Linear-Signature", "00"), body); r.status != 401 {
+			t.Fatalf("linear: %d %s", r.status, r.body)
+		}
+	}
+	if got := count(); got != 3 {
+		t.Fatalf("%d bad deliveries wrote %d log entries, want one per integration and reason (3)", 3*n, got)
+	}
+	before := count()
+	advance(59 * time.Second)
+	f.post(t, "/webhook/dev/gh", githubHeader("wrong", body), body)
+	if got := count(); got != before {
+		t.Fatalf("a refusal within the interval was recorded: %d entries, want %d", got, before)
+	}
+	advance(time.Second)
+	f.post(t, "/webhook/dev/gh", githubHeader("wrong", body), body)
+	e := f.log.last(t)
+	if count() != before+1 || e.Meta["reason"] != webhooks.ReasonMismatch || e.Meta["suppressed"] != n {
+		t.Fatalf("after the interval: %d entries, last %+v; want one more with suppressed %d", count(), e, n)
+	}
+	// Refusals of authenticated deliveries are all recorded.
+	before = count()
+	for range 5 {
+		bad := `{"installation":`
+		if r := f.post(t, "/webhook/dev/gh", githubHeader(ghSecret, bad), bad); r.status != 400 {
+			t.Fatalf("signed bad body: %d %s", r.status, r.body)
+		}
+	}
+	if got := count(); got != before+5 {
+		t.Errorf("5 signed bad bodies wrote %d entries, want 5", got-before)
+	}
+}

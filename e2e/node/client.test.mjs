@@ -602,6 +602,38 @@ describe('connections', () => {
     });
 });
 
+describe('connect sessions', () => {
+    // session reads a session back the way the connect UI does, with its token as bearer.
+    async function session(token) {
+        const res = await fetch(`${baseURL}/connect/session`, { headers: { Authorization: `Bearer ${token}` } });
+        const json = await res.json();
+        assert.equal(res.status, 200, `GET /connect/session: ${JSON.stringify(json)}`);
+        return json.data;
+    }
+
+    it('createConnectSession needs neither tags nor end_user', async () => {
+        for (const [body, tags] of [
+            [{}, {}],
+            [{ allowed_integrations: [] }, {}],
+            [{ organization: { id: 'acme', display_name: 'Acme' } }, { organization_id: 'acme', organization_display_name: 'Acme' }],
+            [{ tags: { End_User_Id: 'u1' } }, { end_user_id: 'u1' }],
+        ]) {
+            let res;
+            try {
+                res = await nango.createConnectSession(body);
+            } catch (err) {
+                assert.fail(`createConnectSession(${JSON.stringify(body)}): ${describeErr(err)}`);
+            }
+            const { token, connect_link, expires_at } = res.data;
+            assert.match(token, /^nango_connect_session_[0-9a-f]{64}$/);
+            assert.ok(connect_link.endsWith(`?session_token=${token}`), connect_link);
+            assert.ok(Date.parse(expires_at) > Date.now(), expires_at);
+            const s = await session(token);
+            assert.deepEqual(s.tags, tags, `tags of the session created with ${JSON.stringify(body)}`);
+        }
+    });
+});
+
 describe('environment variables', () => {
     it('getEnvironmentVariables returns the configured name/value pairs', async (t) => {
         const raw = process.env.CONNECT_DEV_ENV_VARS;

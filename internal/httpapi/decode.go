@@ -24,17 +24,22 @@ func errBodyTooLarge(limit int64) error {
 		fmt.Sprintf("The request body is larger than %d bytes.", limit)))
 }
 
-// CheckContentType refuses a body whose Content-Type is not JSON.
-// A missing Content-Type is accepted.
+// CheckContentType refuses, with 415 invalid_content_type, a body whose
+// Content-Type is not JSON or names a charset other than UTF-8 (JSON is
+// UTF-8). A missing Content-Type is accepted.
 func CheckContentType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return nil
 	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 		return WithStatus(http.StatusUnsupportedMediaType, store.Invalid("invalid_content_type",
 			"The Content-Type must be application/json."))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return WithStatus(http.StatusUnsupportedMediaType, store.Invalid("invalid_content_type",
+			"The body must be UTF-8: the Content-Type's charset must be utf-8 or absent."))
 	}
 	return nil
 }
@@ -64,8 +69,24 @@ func Decode(r *http.Request, v any) error {
 	return Unmarshal(b, v)
 }
 
+// ReadJSON reads the whole body, bounded by the limit set by the Router,
+// and refuses it as CheckJSON does, for a handler that decodes the JSON
+// itself. An empty body is returned as it is.
+func ReadJSON(r *http.Request) ([]byte, error) {
+	b, err := ReadBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckJSON(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // Unmarshal decodes a JSON body into v, turning decoding failures into
-// invalid_body errors that name the offending field.
+// invalid_body errors that name the offending field. It refuses what
+// CheckJSON refuses (invalid UTF-8, duplicate keys, U+0000, lone
+// surrogate escapes, deep nesting) before decoding.
 func Unmarshal(b []byte, v any) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
@@ -73,6 +94,9 @@ func Unmarshal(b []byte, v any) error {
 	}
 	if b[0] != '{' {
 		return store.Invalid("invalid_body", "The request body must be a JSON object.")
+	}
+	if err := CheckJSON(b); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {

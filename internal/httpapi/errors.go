@@ -34,19 +34,24 @@ func (e *StatusError) Unwrap() error { return e.Err }
 // WithStatus wraps err so that it is answered with status.
 func WithStatus(status int, err *store.Error) error { return &StatusError{Status: status, Err: err} }
 
+// kindStatus maps each sentinel of package store to its status, the code
+// of an error that has none, and the message of an error that is not a
+// *store.Error: a Store's or a driver's error (such as Postgres refusing a
+// value), whose own text never reaches an answer.
 var kindStatus = []struct {
-	kind   error
-	status int
-	code   string
+	kind    error
+	status  int
+	code    string
+	message string
 }{
-	{store.ErrInvalid, http.StatusBadRequest, "invalid_request"},
-	{store.ErrUnauthorized, http.StatusUnauthorized, "unauthorized"},
-	{store.ErrForbidden, http.StatusForbidden, "forbidden"},
-	{store.ErrNotFound, http.StatusNotFound, "not_found"},
-	{store.ErrConflict, http.StatusConflict, "conflict"},
-	{store.ErrRateLimited, http.StatusTooManyRequests, "too_many_requests"},
-	{store.ErrUnavailable, http.StatusServiceUnavailable, "service_unavailable"},
-	{store.ErrEncryptionKey, http.StatusInternalServerError, store.CodeUnknownEncryptionKey},
+	{store.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request holds a value that cannot be stored."},
+	{store.ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "Authentication failed."},
+	{store.ErrForbidden, http.StatusForbidden, "forbidden", "The request is not allowed."},
+	{store.ErrNotFound, http.StatusNotFound, "not_found", "The resource was not found."},
+	{store.ErrConflict, http.StatusConflict, "conflict", "The request conflicts with the current state; retry it."},
+	{store.ErrRateLimited, http.StatusTooManyRequests, "too_many_requests", "Rate limit exceeded."},
+	{store.ErrUnavailable, http.StatusServiceUnavailable, "service_unavailable", "The service is temporarily unavailable; retry later."},
+	{store.ErrEncryptionKey, http.StatusInternalServerError, store.CodeUnknownEncryptionKey, "A stored secret names an encryption key this service does not hold."},
 }
 
 // ErrorBody is the standard wire error body.
@@ -62,8 +67,11 @@ type ErrorDetail struct {
 	Payload any                `json:"payload,omitempty"`
 }
 
-// Resolve maps err to a status code and an error detail. Unknown errors are
-// 500 server_error with a generic message.
+// Resolve maps err to a status code and an error detail. Only a
+// *store.Error's code and message are shown: an error that matches a
+// store sentinel otherwise (a Store's or a driver's error) gets the
+// sentinel's status with a generic message, and unknown errors are 500
+// server_error with a generic message.
 func Resolve(err error) (int, ErrorDetail) {
 	var se *StatusError
 	if errors.As(err, &se) {
@@ -78,7 +86,7 @@ func Resolve(err error) (int, ErrorDetail) {
 			if errors.As(err, &e) {
 				return ks.status, detail(e, ks.code)
 			}
-			return ks.status, ErrorDetail{Code: ks.code, Message: err.Error()}
+			return ks.status, ErrorDetail{Code: ks.code, Message: ks.message}
 		}
 	}
 	return http.StatusInternalServerError, ErrorDetail{Code: "server_error", Message: "An internal error occurred."}
@@ -92,12 +100,18 @@ func detail(e *store.Error, fallback string) ErrorDetail {
 	return ErrorDetail{Code: code, Message: e.Message, Errors: e.Errors, Payload: e.Payload}
 }
 
-// WriteError writes err in the given style. 5xx errors are logged with the
-// underlying cause; they never reach the body.
+// WriteError writes err in the given style. 5xx errors, and errors that
+// carry no *store.Error (a Store's own error, which the edge's validation
+// should have prevented), are logged with the underlying cause; the cause
+// never reaches the body.
 func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, style Style, err error) {
 	status, d := Resolve(err)
-	if status >= 500 && logger != nil {
-		logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	if logger != nil {
+		if status >= 500 {
+			logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		} else if _, ok := errors.AsType[*store.Error](err); !ok {
+			logger.WarnContext(r.Context(), "request refused by the store", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		}
 	}
 	var re *retryAfterError
 	if errors.As(err, &re) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -59,13 +60,18 @@ func TestResolve(t *testing.T) {
 		{WithStatus(413, store.Invalid("payload_too_large", "x")), 413, "payload_too_large"},
 		{context.DeadlineExceeded, 503, "request_timeout"},
 		{errors.New("secret detail"), 500, "server_error"},
+		// A Store's own errors keep their status, never their text.
+		{fmt.Errorf("postgres: get integration: %w: %w", store.ErrInvalid, errors.New(`pq: invalid byte sequence for encoding "UTF8": 0xff secret`)), 400, "invalid_request"},
+		{fmt.Errorf("postgres: create: %w: secret unique violation", store.ErrConflict), 409, "conflict"},
+		{fmt.Errorf("postgres: %w: secret connection refused", store.ErrUnavailable), 503, "service_unavailable"},
+		{fmt.Errorf("memory: %w: secret text", store.ErrNotFound), 404, "not_found"},
 	} {
 		status, d := Resolve(tc.err)
 		if status != tc.status || d.Code != tc.code {
 			t.Errorf("Resolve(%v) = %d %s, want %d %s", tc.err, status, d.Code, tc.status, tc.code)
 		}
-		if status == 500 && strings.Contains(d.Message, "secret") {
-			t.Errorf("500 leaks the cause: %q", d.Message)
+		if strings.Contains(d.Message, "secret") || strings.Contains(d.Message, "pq:") || strings.Contains(d.Message, "postgres") {
+			t.Errorf("Resolve(%v) leaks the cause: %q", tc.err, d.Message)
 		}
 	}
 }

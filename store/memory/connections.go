@@ -52,6 +52,9 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 
 // GetConnection returns the connection or store.ErrNotFound.
 func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error) {
+	if err := checkText([]string{integrationKey, connectionID}); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -68,6 +71,9 @@ func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrat
 // EnvironmentID of 0 matches every environment; a Limit of 0 means
 // [DefaultConnectionsLimit]; negative Limit and Offset count as 0.
 func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*connections.Connection, error) {
+	if err := checkText(f); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -151,6 +157,9 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 
 // DeleteConnection deletes the connection or returns store.ErrNotFound.
 func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	if err := checkText([]string{integrationKey, connectionID}); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err
@@ -192,6 +201,9 @@ func (s *Store) countConnections(env int64, key string) int {
 // there is nothing more to lock. Outside a transaction of s it returns an
 // error; a missing connection is store.ErrNotFound.
 func (s *Store) LockConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	if err := checkText([]string{integrationKey, connectionID}); err != nil {
+		return err
+	}
 	t, ok := ctx.Value(txKey{}).(*tx)
 	if !ok || t.s != s {
 		return errors.New("memory: LockConnection must be called inside WithTx")

@@ -21,6 +21,11 @@ func normalizeJSON(field string, m map[string]any) (map[string]any, error) {
 	if m == nil {
 		return nil, nil
 	}
+	// Checked before the round trip, which would turn invalid UTF-8 into
+	// U+FFFD.
+	if err := checkText(m); err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", store.ErrInvalid, field, err)

@@ -60,6 +60,9 @@ func (s *Store) GetEnvironment(ctx context.Context, id int64) (*environments.Env
 // GetEnvironmentByName returns the environment with the name, or
 // store.ErrNotFound.
 func (s *Store) GetEnvironmentByName(ctx context.Context, name string) (*environments.Environment, error) {
+	if err := checkText(name); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err

@@ -103,6 +103,9 @@ func (s *Store) CompleteOAuthFlow(ctx context.Context, id int64, status, errorTy
 // GetOAuthFlowByClientID returns the newest flow with the client id, of the
 // session when sessionID is not 0, or store.ErrNotFound.
 func (s *Store) GetOAuthFlowByClientID(ctx context.Context, clientID string, sessionID int64) (*connections.OAuthFlow, error) {
+	if err := checkText(clientID); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,9 @@ func (s *Store) CreateIntegration(ctx context.Context, in *integrations.Integrat
 // GetIntegration returns the integration of the environment with the key, or
 // store.ErrNotFound.
 func (s *Store) GetIntegration(ctx context.Context, environmentID int64, uniqueKey string) (*integrations.Integration, error) {
+	if err := checkText(uniqueKey); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -112,6 +115,9 @@ func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integrat
 // DeleteIntegration deletes the integration and all its connections, or
 // returns store.ErrNotFound.
 func (s *Store) DeleteIntegration(ctx context.Context, environmentID int64, uniqueKey string) error {
+	if err := checkText(uniqueKey); err != nil {
+		return err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return err

@@ -42,6 +42,9 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 // by ID, both descending). An EnvironmentID of 0 matches every environment;
 // a Limit of 0 means [DefaultLogsLimit].
 func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
+	if err := checkText(f); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err

@@ -12,13 +12,19 @@ import (
 // checkText rejects, with store.ErrInvalid, a record holding a string that
 // Postgres cannot store: one with a NUL byte or invalid UTF-8. It walks
 // every string of v, including map keys and nested values, so that the
-// memory store refuses what the Postgres store refuses.
+// memory store refuses what the Postgres store refuses. Lookups check
+// their text arguments too: Postgres refuses to compare such text.
 func checkText(v any) error {
 	return walkText(reflect.ValueOf(v), 0)
 }
 
+// maxTextDepth bounds the walk. It is far above what the API lets in (JSON
+// nested at most 64 levels, two steps each here: a map and an interface),
+// so that the memory store never refuses what the Postgres store keeps.
+const maxTextDepth = 512
+
 func walkText(v reflect.Value, depth int) error {
-	if depth > 64 {
+	if depth > maxTextDepth {
 		return fmt.Errorf("%w: value nested too deeply", store.ErrInvalid)
 	}
 	switch v.Kind() {

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -295,7 +296,9 @@ func conflict(format string, args ...any) error {
 }
 
 // jsonArg encodes v for a jsonb parameter; nil maps and slices become SQL
-// NULL.
+// NULL. Text that is not UTF-8 is store.ErrInvalid, as in a text column
+// (json.Marshal would store U+FFFD in its place), and so is U+0000, which
+// jsonb refuses.
 func jsonArg(field string, v any) (any, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -304,7 +307,31 @@ func jsonArg(field string, v any) (any, error) {
 	if string(b) == "null" {
 		return nil, nil
 	}
+	if replacedInvalidUTF8(b) {
+		return nil, fmt.Errorf("postgres: %s: %w: text is not valid UTF-8", field, store.ErrInvalid)
+	}
 	return string(b), nil
+}
+
+// replacedInvalidUTF8 reports whether json.Marshal replaced invalid UTF-8
+// in its output: it writes each invalid byte as the escape \ufffd, while a
+// real U+FFFD is written as itself and a backslash as \\.
+func replacedInvalidUTF8(b []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`\ufffd`))
+		if j < 0 {
+			return false
+		}
+		j += i
+		n := 0 // backslashes before the escape's own
+		for k := j - 1; k >= 0 && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // decodeJSON decodes a jsonb column into dst, leaving dst alone on SQL NULL.

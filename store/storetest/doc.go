@@ -62,4 +62,8 @@
 //   - Timestamps are given with microsecond precision, as the services
 //     store them; JSON values (metadata, config, log meta) come back as
 //     encoding/json decodes them (numbers as float64).
+//   - Text Postgres cannot hold (a NUL byte, invalid UTF-8), anywhere in a
+//     record (keys, metadata, tags, log entries) or in a lookup's
+//     arguments and filters, is ErrInvalid, never stored with U+FFFD in its
+//     place and never ErrNotFound.
 package storetest

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Sessions", sessionTests},
 		{"OAuthFlows", flowTests},
 		{"SealedValues", sealedTests},
+		{"Text", textTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
