@@ -182,7 +182,6 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 		cfg.Now = rb.clock.Now
 		cfg.Providers = cat
 		cfg.Notifier = rb.events
-		cfg.Proxy.Policy.AllowLoopback = true
 		cfg.Proxy.RetryWaitMin = time.Millisecond
 		cfg.Proxy.RetryWaitMax = 5 * time.Millisecond
 		rb.cfg = *cfg
@@ -997,7 +996,7 @@ func TestProxyRefusesPrivateAddresses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			bu := setup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.Policy = tc.policy })
+			bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Egress = tc.policy })
 			bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"openai","unique_key":"oa"}`})
 			bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"c","api_key":"sk-secret-value"}`})
 			r := bu.do(t, req{method: "GET", path: "/proxy/v1/models", header: map[string]string{

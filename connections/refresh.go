@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/oplog"
@@ -88,9 +89,16 @@ type RefreshConfig struct {
 	// answers ErrRefreshBackoff without calling the provider. Default 30
 	// seconds; negative disables it.
 	Backoff time.Duration
+	// Policy is the outbound address policy of the default HTTPClient:
+	// the zero Policy refuses loopback, private and every other special
+	// address (see package egress).
+	Policy egress.Policy
 	// HTTPClient sends the token requests. Default: a client of its own
-	// that follows no redirect (a token request is never re-sent, with its
-	// secrets, to another URL) and times out after Timeout.
+	// that enforces Policy at dial time, follows no redirect (a token
+	// request is never re-sent, with its secrets, to another URL) and
+	// times out after Timeout. A client set here replaces Policy: its
+	// transport must enforce an address policy itself (build it on
+	// egress.NewTransport).
 	HTTPClient *http.Client
 	// ClientCredentials returns the OAuth client of an integration, opened.
 	// It is used unless the connection carries its own (ConfigOverride, or
@@ -120,17 +128,16 @@ func (c *RefreshConfig) applyDefaults() {
 		c.Backoff = DefaultRefreshBackoff
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = NewRefreshHTTPClient(c.Timeout)
+		c.HTTPClient = NewRefreshHTTPClient(c.Timeout, c.Policy)
 	}
 }
 
 // NewRefreshHTTPClient returns the default client of token requests: its
-// own connection pool, no redirects followed (a 3xx answer is a failed
-// refresh) and the timeout.
-func NewRefreshHTTPClient(timeout time.Duration) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+// own connection pool whose dials the policy checks, no redirects followed
+// (a 3xx answer is a failed refresh) and the timeout.
+func NewRefreshHTTPClient(timeout time.Duration, policy egress.Policy) *http.Client {
 	return &http.Client{
-		Transport:     tr,
+		Transport:     egress.NewTransport(policy),
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/embedauth/connect/jobs"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 )
@@ -104,6 +105,8 @@ func newFixture(t *testing.T, url string, cfg DeliveryConfig) *fixture {
 	if cfg.Backoff == 0 {
 		cfg.Backoff = time.Minute
 	}
+	// The receivers are httptest servers on 127.0.0.1.
+	cfg.Policy.AllowLoopback = true
 	d := NewDeliverer(DelivererConfig{Delivery: cfg, Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
 	return &fixture{st: st, d: d, del: del}
 }
@@ -780,7 +783,7 @@ func TestDeliverConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d := NewDeliverer(DelivererConfig{Delivery: DeliveryConfig{Concurrency: 3}, Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
+	d := NewDeliverer(DelivererConfig{Delivery: DeliveryConfig{Concurrency: 3, Policy: egress.Policy{AllowLoopback: true}}, Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
 	if err := d.DeliverDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -923,7 +926,7 @@ func TestDeliverBatchesStoreCalls(t *testing.T) {
 	st := &batchStore{fakeStore: newFakeStore(), gate: make(chan struct{})}
 	const lanes = 4
 	d := NewDeliverer(DelivererConfig{Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st},
-		Delivery: DeliveryConfig{Concurrency: lanes}})
+		Delivery: DeliveryConfig{Concurrency: lanes, Policy: egress.Policy{AllowLoopback: true}}})
 	if d.recorder == nil {
 		t.Fatal("the Deliverer does not use the batch interface of the Store")
 	}
