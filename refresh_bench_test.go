@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/embedauth/connect"
-	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/pgtest"

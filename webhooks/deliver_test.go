@@ -15,8 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/egress"
+	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 )
