@@ -395,6 +395,7 @@ func (s *Service) setupRefresh() {
 		Timeout:   s.cfg.RefreshTimeout,
 		Backoff:   s.cfg.RefreshBackoff,
 		Policy:    s.cfg.Egress,
+		Logger:    s.logger,
 		ClientCredentials: func(ctx context.Context, envID int64, key string) (string, string, error) {
 			it, err := s.integrations.Get(ctx, envID, key)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
@@ -399,6 +400,7 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 	ctx, cancel := context.WithTimeout(ctx, ss.cfg.CheckTimeout)
 	defer cancel()
 	var last string
+	unreachable := false
 	for _, tmpl := range vf.Endpoints {
 		ep, err := integrations.Interpolate(tmpl, vars)
 		if err != nil {
@@ -416,7 +418,15 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 		req.Header.Set("Accept", "application/json")
 		resp, err := ss.cfg.HTTPClient.Do(req)
 		if err != nil {
-			last = "the provider could not be reached: " + sanitize(redactErr(err).Error(), 200, secrets)
+			// Only "address not allowed" or "could not reach the provider":
+			// the dial error would tell an open port from a closed one.
+			f := egress.Describe(err)
+			ss.cfg.Logger.WarnContext(ctx, "credential check: the provider could not be called", "code", f.Code,
+				"err", sanitize(redactErr(err).Error(), 300, secrets))
+			if f.Code == egress.CodeAddressNotAllowed {
+				return store.Invalid(f.Code, "The credentials could not be checked: address not allowed.")
+			}
+			unreachable = true
 			if ctx.Err() != nil {
 				break
 			}
@@ -429,10 +439,13 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 		}
 		last = fmt.Sprintf("the provider answered %s to %s %s", resp.Status, method, sanitize(req.URL.Path, 200, secrets))
 	}
-	if last == "" {
-		return nil // no endpoint listed
+	switch {
+	case last != "":
+		return validationFailed("The credentials were refused: %s.", last)
+	case unreachable:
+		return store.Invalid(egress.CodeUnreachable, "The credentials could not be checked: could not reach the provider.")
 	}
-	return validationFailed("The credentials were refused: %s.", last)
+	return nil // no endpoint listed
 }
 
 // joinURL appends an endpoint (a path, possibly with its own query) to the
@@ -498,7 +511,10 @@ func (ss *Sessions) clientCredentials(ctx context.Context, p *integrations.Provi
 	tr, err := ss.cc.call(ctx, p, tmp, GrantClientCredentials)
 	if err != nil {
 		var re *RefreshError
-		if errors.As(err, &re) {
+		switch {
+		case errors.As(err, &re) && re.Status == 0 && (re.Code == egress.CodeAddressNotAllowed || re.Code == egress.CodeUnreachable):
+			return nil, nil, store.Invalid(re.Code, "The token request failed: "+re.Description+".")
+		case errors.As(err, &re):
 			return nil, nil, validationFailed("The provider refused the client credentials: %s.", re.summary())
 		}
 		return nil, nil, err

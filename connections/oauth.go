@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -656,7 +657,7 @@ func (ss *Sessions) failFlow(ctx context.Context, f *OAuthFlow, fe *FlowError) {
 	}
 	sess := &Session{ID: f.SessionID, EnvironmentID: f.EnvironmentID}
 	ss.logFailure(ctx, sess, f.IntegrationKey, f.ConnectionID, op, f.AuthMode, store.Invalid(fe.Type, fe.Message))
-	if fe.Type == FlowErrToken {
+	if isTokenFailure(fe.Type) {
 		ss.notifyFailure(ctx, f, op, fe)
 	}
 	ss.hub.signal(f.ClientID, nil)
@@ -709,11 +710,7 @@ func (ss *Sessions) finishOAuth2(ctx context.Context, p *integrations.Provider, 
 		secrets:      []string{code, client.secret, f.Secrets.CodeVerifier},
 	})
 	if err != nil {
-		var re *RefreshError
-		if errors.As(err, &re) {
-			return nil, &FlowError{Type: FlowErrToken, Message: "The provider refused the authorization: " + re.summary() + ".", Status: http.StatusBadRequest, Err: err}
-		}
-		return nil, err
+		return nil, tokenFlowError(err, "The provider refused the authorization")
 	}
 	creds := mergeTokens(&Credentials{Type: AuthModeOAuth2}, tr, "authorization_code", ss.conns.nowUTC())
 	if tr.Scope == "" {
@@ -725,6 +722,27 @@ func (ss *Sessions) finishOAuth2(ctx context.Context, p *integrations.Provider, 
 		}
 	}
 	return creds, nil
+}
+
+// tokenFlowError is the FlowError of a flow's failed token request: the
+// provider's refusal (token_err, refused says so), or, when the provider
+// could not be called, address_not_allowed or provider_unreachable with
+// no more detail.
+func tokenFlowError(err error, refused string) error {
+	var re *RefreshError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.Status == 0 && (re.Code == egress.CodeAddressNotAllowed || re.Code == egress.CodeUnreachable) {
+		return &FlowError{Type: re.Code, Message: "The token request failed: " + re.Description + ".", Status: http.StatusBadRequest, Err: err}
+	}
+	return &FlowError{Type: FlowErrToken, Message: refused + ": " + re.summary() + ".", Status: http.StatusBadRequest, Err: err}
+}
+
+// isTokenFailure reports whether a flow error type is a failed token
+// request, which an auth webhook reports.
+func isTokenFailure(typ string) bool {
+	return typ == FlowErrToken || typ == egress.CodeAddressNotAllowed || typ == egress.CodeUnreachable
 }
 
 // StatusData is the data of GET /oauth/status/{clientID}.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 )
 
@@ -109,12 +110,12 @@ func (r *refresher) appToken(ctx context.Context, p *integrations.Provider, appI
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	resp, err := r.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return nil, &RefreshError{Description: "the token endpoint could not be reached", Err: redactErr(err)}
+		return nil, r.unreachable(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxTokenResponseSize+1))
 	if err != nil {
-		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: redactErr(err)}
+		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: egress.Describe(err)}
 	}
 	if len(body) > MaxTokenResponseSize {
 		return nil, &RefreshError{Status: resp.StatusCode, Description: fmt.Sprintf("the token response is larger than %d bytes", MaxTokenResponseSize)}
@@ -167,11 +168,7 @@ func (ss *Sessions) finishApp(ctx context.Context, p *integrations.Provider, cli
 	}
 	tr, err := ss.cc.appToken(ctx, p, client.appID, client.privateKey, stringMap(cfg))
 	if err != nil {
-		var re *RefreshError
-		if errors.As(err, &re) {
-			return nil, &FlowError{Type: FlowErrToken, Message: "The provider refused the app installation token: " + re.summary() + ".", Status: http.StatusBadRequest, Err: err}
-		}
-		return nil, err
+		return nil, tokenFlowError(err, "The provider refused the app installation token")
 	}
 	// The app JWT is not stored: it is minted again for every token.
 	return mergeTokens(&Credentials{Type: AuthModeApp}, tr, GrantAppInstallation, ss.conns.nowUTC()), nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"mime"
@@ -115,6 +116,10 @@ type RefreshConfig struct {
 	Notifier webhooks.Notifier
 	// EnvironmentName names an environment in webhook payloads. Optional.
 	EnvironmentName func(ctx context.Context, environmentID int64) (string, error)
+	// Logger receives the causes of token requests that got no answer
+	// (the caller only learns "address not allowed" or "could not reach
+	// the provider"). Nil discards them.
+	Logger *slog.Logger
 }
 
 func (c *RefreshConfig) applyDefaults() {
@@ -150,7 +155,9 @@ type RefreshError struct {
 	// none (network error, timeout, a template that could not be filled).
 	Status int
 	// Code is the provider's error code, such as invalid_grant; empty when
-	// it sent none.
+	// it sent none. When the provider could not be called (Status 0) it is
+	// egress.CodeAddressNotAllowed (the address policy refused its address)
+	// or egress.CodeUnreachable.
 	Code string
 	// Description says what went wrong: the provider's error_description
 	// (shortened, with the connection's secrets removed) or our own words.
@@ -511,12 +518,12 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 	}
 	resp, err := r.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return nil, &RefreshError{Description: "the token endpoint could not be reached", Err: redactErr(err)}
+		return nil, r.unreachable(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxTokenResponseSize+1))
 	if err != nil {
-		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: redactErr(err)}
+		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: egress.Describe(err)}
 	}
 	if len(body) > MaxTokenResponseSize {
 		return nil, &RefreshError{Status: resp.StatusCode, Description: fmt.Sprintf("the token response is larger than %d bytes", MaxTokenResponseSize)}
@@ -555,6 +562,20 @@ func (r *refresher) client(ctx context.Context, c *Connection) (id, secret strin
 		return "", "", fmt.Errorf("connections: client credentials of integration %q: %w", c.IntegrationKey, err)
 	}
 	return id, secret, nil
+}
+
+// unreachable is the *RefreshError of a token request that got no answer:
+// the address policy refused the provider's address
+// (egress.CodeAddressNotAllowed) or it could not be reached
+// (egress.CodeUnreachable). It says nothing more, so that neither the
+// caller nor the operations log learns an address, a port or a dial error;
+// the host's Logger gets the cause.
+func (r *refresher) unreachable(ctx context.Context, err error) *RefreshError {
+	f := egress.Describe(err)
+	if r.cfg.Logger != nil {
+		r.cfg.Logger.WarnContext(ctx, "a token request got no answer", "code", f.Code, "err", redactErr(err))
+	}
+	return &RefreshError{Code: f.Code, Description: f.Message, Err: f}
 }
 
 // redactErr drops the URL from an *url.Error: a token URL built from
@@ -767,11 +788,14 @@ func (r *refresher) failedError(c *Connection, re *RefreshError) error {
 	var cause error
 	if re != nil {
 		cause = re
-		if re.Status != 0 {
+		switch {
+		case re.Status != 0:
 			payload["provider_status"] = re.Status
-		}
-		if re.Code != "" {
-			payload["provider_error"] = re.Code
+			if re.Code != "" {
+				payload["provider_error"] = re.Code
+			}
+		case re.Code != "":
+			payload["error"] = re.Code // the provider was not called
 		}
 		msg = "Refreshing the access token failed: " + re.summary() + "."
 	}

@@ -172,7 +172,7 @@ func NewSessions(conns *Service, cfg SessionsConfig) (*Sessions, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ss := &Sessions{conns: conns, cfg: cfg}
-	rc := RefreshConfig{Timeout: cfg.CheckTimeout, HTTPClient: cfg.HTTPClient}
+	rc := RefreshConfig{Timeout: cfg.CheckTimeout, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger}
 	rc.applyDefaults()
 	ss.cc = &refresher{s: conns, cfg: rc}
 	return ss, nil

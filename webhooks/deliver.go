@@ -651,19 +651,17 @@ func (d *Deliverer) attempt(ctx context.Context, del *Delivery, key string) atte
 }
 
 // describe turns a client error into a message without the URL (which may
-// hold credentials) and without request headers.
+// hold credentials), the address, the port or the dial error (which would
+// let whoever reads the log tell an open port from a closed one):
+// "address not allowed", a timeout, or "could not reach the receiver".
 func describe(actx context.Context, err error, timeout time.Duration) string {
-	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+	switch {
+	case egress.AddressNotAllowed(err):
+		return egress.MessageAddressNotAllowed
+	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		return "timeout after " + timeout.String()
 	}
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		err = ue.Err
-	}
-	msg := err.Error()
-	if len(msg) > 200 {
-		msg = msg[:200]
-	}
-	return strings.ToValidUTF8(msg, "")
+	return "could not reach the receiver"
 }
 
 // cleanExcerpt returns at most excerptBytes of a response body as valid
