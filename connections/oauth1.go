@@ -27,14 +27,11 @@ func (ss *Sessions) oauth1Config(ctx context.Context, p *integrations.Provider, 
 		if tmpl == "" {
 			return nil, flowErr(FlowErrProviderConfig, "The OAuth 1 provider %q lacks its request, authorization or access token URL.", p.Name)
 		}
-		u, err := integrations.Interpolate(tmpl, vars)
+		u, err := p.RenderURL(tmpl, vars)
 		if err != nil {
-			return nil, missingTemplateValues(err, "the provider's OAuth 1 URLs")
+			return nil, flowURLError(err, p, "the provider's OAuth 1 URLs")
 		}
-		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
-			return nil, flowErr(FlowErrProviderConfig, "An OAuth 1 URL of %q is not an absolute http(s) URL.", p.Name)
-		}
-		urls[i] = u
+		urls[i] = u.String()
 	}
 	signer, err := oauth1Signer(p.SignatureMethod, client)
 	if err != nil {

@@ -87,13 +87,11 @@ func (r *refresher) appToken(ctx context.Context, p *integrations.Provider, appI
 	if err != nil {
 		return nil, &RefreshError{Description: "the integration's private key is not an RSA key in PEM form"}
 	}
-	endpoint, err := integrations.Interpolate(p.TokenURL, integrations.TemplateVars{ConnectionConfig: cfg})
+	u, err := p.RenderURL(p.TokenURL, integrations.TemplateVars{ConnectionConfig: cfg})
 	if err != nil {
-		return nil, &RefreshError{Description: "the token URL cannot be built for this connection (is installation_id set?)", Err: err}
+		return nil, tokenURLError(err, "(is installation_id set?)")
 	}
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, &RefreshError{Description: "the token URL is not an absolute http(s) URL"}
-	}
+	endpoint := u.String()
 	now := r.s.nowUTC()
 	signed, err := appJWT(appID, key, now)
 	if err != nil {

@@ -186,6 +186,17 @@ func (e *RefreshError) Error() string {
 
 func (e *RefreshError) Unwrap() error { return e.Err }
 
+// notSent reports whether the provider was not called (or did not answer):
+// its address was not allowed or could not be reached, or the token URL
+// could not be built safely. Code then says which.
+func (e *RefreshError) notSent() bool {
+	switch e.Code {
+	case egress.CodeAddressNotAllowed, egress.CodeUnreachable, CodeInvalidConnectionConfig:
+		return e.Status == 0
+	}
+	return false
+}
+
 // EnableRefresh installs the built-in refresher, which Get uses: see
 // RefreshConfig and the package documentation. It replaces a RefreshFunc
 // set before. Call it before the Service is used.
@@ -472,13 +483,11 @@ type tokenRequest struct {
 // *RefreshError.
 func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, error) {
 	p := tq.provider
-	endpoint, err := integrations.Interpolate(tq.endpoint, tq.vars)
+	tu, err := p.RenderURL(tq.endpoint, tq.vars)
 	if err != nil {
-		return nil, &RefreshError{Description: "the token URL cannot be built for this connection", Err: err}
+		return nil, tokenURLError(err, "")
 	}
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, &RefreshError{Description: "the token URL is not an absolute http(s) URL"}
-	}
+	endpoint := tu.String()
 	form := url.Values{}
 	for _, k := range slices.Sorted(maps.Keys(tq.params)) {
 		if _, own := tq.form[k]; own {
@@ -562,6 +571,23 @@ func (r *refresher) client(ctx context.Context, c *Connection) (id, secret strin
 		return "", "", fmt.Errorf("connections: client credentials of integration %q: %w", c.IntegrationKey, err)
 	}
 	return id, secret, nil
+}
+
+// tokenURLError is the *RefreshError of a token URL that cannot be built:
+// a connection config value that cannot be used where the template puts
+// it (code invalid_connection_config: nothing is sent, wherever the value
+// came from), a missing one, or a template that makes no http(s) URL.
+func tokenURLError(err error, hint string) *RefreshError {
+	var ue *integrations.UnsafeValueError
+	var mv *integrations.MissingValueError
+	switch {
+	case errors.As(err, &ue):
+		return &RefreshError{Code: CodeInvalidConnectionConfig, Err: err,
+			Description: fmt.Sprintf("the connection config %s cannot be used in the token URL: it %s", ue.Key, ue.Reason)}
+	case errors.As(err, &mv):
+		return &RefreshError{Description: strings.TrimSpace("the token URL cannot be built for this connection " + hint), Err: err}
+	}
+	return &RefreshError{Description: "the token URL is not an absolute http(s) URL", Err: err}
 }
 
 // unreachable is the *RefreshError of a token request that got no answer:

@@ -327,6 +327,7 @@ const (
 	CodeUpstreamTimeout    = "upstream_timeout"
 	CodeMissingBaseURL     = "missing_base_url"
 	CodeMissingConfig      = "missing_connection_config"
+	CodeInvalidConfig      = "invalid_connection_config"
 	CodeUnsupportedSigning = "unsupported_signature_method"
 )
 
