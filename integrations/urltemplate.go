@@ -64,6 +64,9 @@ type slot struct {
 	// lastLabel: the placeholder ends the host (its value ends the top
 	// label).
 	lastLabel bool
+	// host is the host with this placeholder as "%s" and the others as
+	// "x": filled with the value, it must be a host name.
+	host string
 }
 
 // analyzed is an alternative of a URL template with its placeholders
@@ -154,6 +157,11 @@ func analyze(alt string, relative bool) (*analyzed, error) {
 			s.pinned = pinned
 			s.wholeHost = host == m
 			s.lastLabel = strings.HasSuffix(host, m)
+			h := strings.ReplaceAll(host, m, "\x00")
+			for j := range names {
+				h = strings.ReplaceAll(h, marker(j), "x")
+			}
+			s.host = h
 		case strings.Contains(u.EscapedPath(), m):
 			s.pos = PositionPath
 		case strings.Contains(u.RawQuery, m):
@@ -178,10 +186,8 @@ func checkValue(s slot, v string, spec *FieldSpec) string {
 	case PositionOrigin:
 		return checkOrigin(v)
 	case PositionHost:
-		if spec != nil && allowsIP(spec) && s.wholeHost {
-			if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")); err == nil && (a.Is4() == !strings.HasPrefix(v, "[")) && a.Zone() == "" {
-				return ""
-			}
+		if spec != nil && s.wholeHost && ipLiteralAllowed(spec, v) {
+			return ""
 		}
 		for _, r := range v {
 			if !(r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
@@ -197,6 +203,9 @@ func checkValue(s slot, v string, spec *FieldSpec) string {
 				return "must end with a host name label that starts with a letter (no IP address)"
 			}
 		}
+		if !IsHostname(strings.ReplaceAll(s.host, "\x00", v)) {
+			return "must make a valid host name (labels of 1 to 63 letters, digits and '-', not starting or ending with '-')"
+		}
 	case PositionPath:
 		if strings.ContainsAny(v, `/\?#%`) || v == "." || v == ".." {
 			return `must be one path segment: no '/', '\', '?', '#' or '%', and not "." or ".."`
@@ -211,12 +220,24 @@ func checkValue(s slot, v string, spec *FieldSpec) string {
 	return ""
 }
 
-// allowsIP reports whether a field declares IP addresses (format ipv4,
-// ipv6 or ip).
-func allowsIP(f *FieldSpec) bool {
+// ipLiteralAllowed reports whether v is an IP address literal that the
+// field's format declares: ipv4 (dotted), ipv6 (in brackets) or ip
+// (either), without a zone.
+func ipLiteralAllowed(f *FieldSpec, v string) bool {
+	bracketed := strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]")
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(v, "["), "]"))
+	if err != nil || a.Zone() != "" {
+		return false
+	}
+	v4 := a.Is4() && !bracketed
+	v6 := a.Is6() && bracketed
 	switch strings.ToLower(f.Format) {
-	case "ipv4", "ipv6", "ip":
-		return true
+	case "ipv4":
+		return v4
+	case "ipv6":
+		return v6
+	case "ip":
+		return v4 || v6
 	}
 	return false
 }
