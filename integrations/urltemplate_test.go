@@ -145,7 +145,7 @@ func TestCheckURLValues(t *testing.T) {
 func TestSecretHostKeys(t *testing.T) {
 	t.Parallel()
 	p := &Provider{Name: "p",
-		AuthorizationURL: "https://${connectionConfig.auth}/authorize",                                                   // carries no secret
+		AuthorizationURL: "https://${connectionConfig.auth}/authorize",                                                         // carries no secret
 		TokenURL:         "https://${connectionConfig.hostname}/token || https://${connectionConfig.sub}.pinned.example/token", // hostname decides
 		RefreshURL:       "https://accounts.x.${connectionConfig.ext}/refresh || ${connectionConfig.server}/refresh",
 		RequestURL:       "https://api.example.com/${connectionConfig.tenant}/request",
