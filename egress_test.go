@@ -17,6 +17,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -332,5 +333,29 @@ func TestWebhooksFollowTheirPolicy(t *testing.T) {
 		if w := leaksNetworkDetail(l.Message); w != "" || l.Meta["error"] != "address not allowed" {
 			t.Errorf("delivery log gives away %q: %+v", w, l)
 		}
+	}
+}
+
+// TestProxyPolicyIsTheEgressPolicy: Config.Proxy.Policy, the policy's name
+// before Config.Egress, still works and now governs every provider call
+// (here a credential check); set together with a different Egress it is
+// refused by New.
+func TestProxyPolicyIsTheEgressPolicy(t *testing.T) {
+	t.Parallel()
+	open := newCountingServer(t, http.StatusOK)
+	cat := probeCatalog(t, map[string]string{"probe-open": open.srv.URL})
+	bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+		cfg.Providers = cat
+		cfg.Proxy.Policy = egress.Policy{AllowLoopback: true}
+	})
+	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"probe-open","unique_key":"p"}`})
+	tok := bu.session(t, `{"tags":{"end_user_id":"u1"}}`)
+	if r := bu.auth(t, "/api-auth/api-key/p", tok, "", `{"apiKey":"k"}`); r.status != 200 || open.hits.Load() != 1 {
+		t.Errorf("credential check with Proxy.Policy allowing loopback: %d %s, %d hits", r.status, r.raw, open.hits.Load())
+	}
+	_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey},
+		Egress: egress.Policy{AllowPrivateNetworks: true}, Proxy: proxy.Config{Policy: egress.Policy{AllowLoopback: true}}})
+	if err == nil {
+		t.Error("New accepted a Proxy.Policy that differs from Egress")
 	}
 }

@@ -302,7 +302,7 @@ func (p *Proxy) mapError(c *call, err error) error {
 		// Neither the address nor its class: the answer must not help
 		// anyone map a network.
 		return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
-			"Address not allowed: the network policy refuses the provider's address."))
+			"The network policy refused the upstream: address not allowed."))
 	case errors.As(err, &mbe):
 		return httpapi.WithStatus(http.StatusRequestEntityTooLarge, store.Invalid("payload_too_large",
 			fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)))
@@ -314,10 +314,10 @@ func (p *Proxy) mapError(c *call, err error) error {
 	case errors.Is(err, context.Canceled):
 		return httpapi.WithStatus(http.StatusServiceUnavailable, store.Invalid("request_cancelled", "The request was cancelled."))
 	case isTimeout(err):
-		return httpapi.WithStatus(http.StatusGatewayTimeout, store.Invalid(CodeUpstreamTimeout, "Could not reach the provider in time."))
+		return httpapi.WithStatus(http.StatusGatewayTimeout, store.Invalid(CodeUpstreamTimeout, "The upstream did not answer in time: could not reach the provider."))
 	}
 	// Not the dial error: it would tell an open port from a closed one.
-	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError, "Could not reach the provider."))
+	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError, "The upstream failed: could not reach the provider."))
 }
 
 // Error codes of the proxy's own failures.
