@@ -99,15 +99,25 @@ func setupPolicy(t testing.TB, b *backend, loopback bool, mutate ...func(*connec
 	clock := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	cfg := connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}, Now: clock.Now,
 		PublicURL: "https://connect.example.com"}
+	loose := egress.Policy{AllowLoopback: true}
 	if loopback {
-		cfg.Egress.AllowLoopback = true
-		cfg.Webhooks.Policy.AllowLoopback = true
+		cfg.Egress = loose
+		cfg.Proxy.Policy = loose // the older name of Egress, which some tests set
+		cfg.Webhooks.Policy = loose
 	}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	if loopback && cfg.Webhooks.Policy == (egress.Policy{}) {
-		cfg.Webhooks.Policy.AllowLoopback = true // a mutate replaced cfg.Webhooks
+	if loopback {
+		switch {
+		case cfg.Egress != loose: // a mutate set the policy
+			cfg.Proxy.Policy = cfg.Egress
+		case cfg.Proxy.Policy != loose: // a mutate set it by its older name
+			cfg.Egress = cfg.Proxy.Policy
+		}
+		if cfg.Webhooks.Policy == (egress.Policy{}) {
+			cfg.Webhooks.Policy = loose // a mutate replaced cfg.Webhooks
+		}
 	}
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = schedulerFor(t, b)
