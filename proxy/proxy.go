@@ -88,8 +88,10 @@ func (f SourceFunc) Target(ctx context.Context, environmentID int64, integration
 type Config struct {
 	// Source finds connections and their credentials. Required.
 	Source Source
-	// Policy says which upstream addresses may be reached; by default
-	// loopback, private, link-local and metadata addresses are refused.
+	// Policy says which upstream addresses may be reached (package
+	// egress): by default only public ones (loopback, private, link-local,
+	// metadata and the other special-purpose addresses are refused).
+	// connect.New sets it from connect.Config.Egress.
 	Policy Policy
 	// Transport sends upstream requests. Defaults to NewTransport(Policy).
 	// A Transport set here must enforce an address policy itself, as
