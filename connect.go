@@ -14,6 +14,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/connectui"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
@@ -112,8 +113,12 @@ type Config struct {
 	Notifier webhooks.Notifier
 
 	// Webhooks tunes webhook delivery: retries (default 2), backoff
-	// (default 100 ms, doubling), per-attempt timeout (default 20 s) and
-	// the HTTP client (default: no redirects followed).
+	// (default 100 ms, doubling), per-attempt timeout (default 20 s), the
+	// address policy of webhook URLs (Webhooks.Policy: by default only
+	// public addresses, as for providers; webhook URLs are set by the
+	// environments' API-key holders, so allow private networks only when
+	// they are your own) and the HTTP client (default: the policy checked
+	// at dial time, no redirects followed).
 	Webhooks webhooks.DeliveryConfig
 
 	// WebhookFrom is the "from" of webhook bodies. Defaults to "nango", so
@@ -149,13 +154,27 @@ type Config struct {
 	// ConnectHandler serve at /connect/. Its APIURL defaults to PublicURL
 	// (without a PublicURL, the UI calls the parent of its own address).
 	ConnectUI connectui.Config
-	// Proxy tunes the proxy (ProxyHandler, Proxy, ProxyClient): the
-	// address policy (Policy.AllowLoopback, Policy.AllowPrivateNetworks;
-	// by default loopback, private, link-local and metadata addresses are
-	// refused), retries, the upstream timeout (ResponseHeaderTimeout, 100 s
-	// per attempt by default), redirects, body limits (MaxRequestBody and
-	// MaxResponseBody, unlimited by default) and the upstream Transport.
-	// Its Source, Logger and Now are set by New.
+	// Egress is the outbound address policy of every request to a provider
+	// built from stored or end-user input: the proxy, token and refresh
+	// requests (code exchange, refresh, client credentials, OAuth 1 and
+	// app installation tokens) and credential checks. It is checked at dial
+	// time, after DNS resolution, for every connection and redirect (see
+	// package egress). The zero value, the default, allows only public
+	// addresses: loopback, private, link-local, metadata and every other
+	// special-purpose address are refused. Egress.AllowLoopback and
+	// Egress.AllowPrivateNetworks open loopback and private networks
+	// (metadata addresses stay refused), for providers on your own network
+	// or fakes in tests. A Proxy.Transport you set replaces it for the
+	// proxy (build it on proxy.NewTransport or egress.NewTransport).
+	Egress egress.Policy
+
+	// Proxy tunes the proxy (ProxyHandler, Proxy, ProxyClient): retries,
+	// the upstream timeout (ResponseHeaderTimeout, 100 s per attempt by
+	// default), redirects, body limits (MaxRequestBody and MaxResponseBody,
+	// unlimited by default) and the upstream Transport. Its Policy is
+	// Egress (a Proxy.Policy set without Egress is taken as Egress, as
+	// before Egress existed; both set and different is an error); its
+	// Source, Logger and Now are set by New.
 	Proxy proxy.Config
 	// ProxyCacheTTL is how long the proxy reuses a connection it read
 	// (with its credentials) for later calls to the same connection. A
@@ -265,6 +284,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	switch {
+	case cfg.Proxy.Policy == (egress.Policy{}):
+	case cfg.Egress == (egress.Policy{}):
+		cfg.Egress = cfg.Proxy.Policy // the policy's name before Egress
+	case cfg.Egress != cfg.Proxy.Policy:
+		return nil, errors.New("connect: Config.Proxy.Policy and Config.Egress differ: set Config.Egress only")
+	}
+	cfg.Proxy.Policy = cfg.Egress
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -361,6 +388,7 @@ func New(cfg Config) (*Service, error) {
 		ConnectUIURL:   cfg.ConnectUIURL,
 		PublicURL:      cfg.PublicURL,
 		CheckTimeout:   cfg.CredentialCheckTimeout,
+		Policy:         cfg.Egress,
 		MaxBody:        cfg.MaxRequestBody,
 		CallbackURL:    cfg.OAuthCallbackURL,
 		FlowTTL:        cfg.OAuthFlowTTL,
@@ -379,6 +407,8 @@ func (s *Service) setupRefresh() {
 		Threshold: s.cfg.RefreshThreshold,
 		Timeout:   s.cfg.RefreshTimeout,
 		Backoff:   s.cfg.RefreshBackoff,
+		Policy:    s.cfg.Egress,
+		Logger:    s.logger,
 		ClientCredentials: func(ctx context.Context, envID int64, key string) (string, string, error) {
 			it, err := s.integrations.Get(ctx, envID, key)
 			if err != nil {

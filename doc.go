@@ -53,9 +53,22 @@
 // calls a provider's API with a connection's credentials and returns the
 // upstream's answer unchanged and streamed; [Service.Proxy] makes the same
 // call from Go and [Service.ProxyClient] is an *http.Client bound to one
-// connection for a provider's Go SDK. Upstream addresses on loopback,
-// private, link-local and metadata networks are refused at dial time
-// unless [Config.Proxy] allows them. See package proxy.
+// connection for a provider's Go SDK. See package proxy.
+//
+// # Outbound requests
+//
+// Every request built from stored or end-user input follows one address
+// policy (package egress), checked at dial time: calls to providers (the
+// proxy, token and refresh requests, credential checks, OAuth 1 and app
+// token calls) under [Config.Egress], webhook deliveries under
+// Config.Webhooks.Policy. By default only public addresses are reached,
+// and a refusal or an unreachable address is told to the caller as
+// "address not allowed" or "could not reach the provider", nothing more.
+// No end user chooses the host that receives an integration's secrets: a
+// connect session's preset connection config wins, end-user values must be
+// declared fields that fit them, and every URL is built from its template
+// by one renderer that keeps each value in its place (see package
+// connections and integrations.Provider.RenderURL).
 //
 // # Security
 //

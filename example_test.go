@@ -11,6 +11,7 @@ import (
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/proxy"
@@ -99,8 +100,9 @@ func ExampleService_Proxy() {
 	svc, _ := connect.New(connect.Config{
 		Store:          memory.New(),
 		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
-		// The stand-in listens on 127.0.0.1, which the proxy refuses by default.
-		Proxy: proxy.Config{Policy: proxy.Policy{AllowLoopback: true}},
+		// The stand-in listens on 127.0.0.1, which provider calls may not
+		// reach by default.
+		Egress: egress.Policy{AllowLoopback: true},
 	})
 	ctx := context.Background()
 	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})

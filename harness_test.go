@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/internal/pgtest"
 	"github.com/embedauth/connect/jobs"
@@ -76,13 +77,47 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) Now() time.Time { return c.t }
 
+// setup builds a bundle. The fake providers and webhook receivers of the
+// tests are httptest servers on 127.0.0.1, so its Service allows loopback
+// addresses for provider calls (Config.Egress) and webhooks
+// (Config.Webhooks.Policy): here, and only here, since the library's
+// default refuses them. The tests of the address policy use setupStrict.
 func setup(t testing.TB, b *backend, mutate ...func(*connect.Config)) *bundle {
+	t.Helper()
+	return setupPolicy(t, b, true, mutate...)
+}
+
+// setupStrict is setup with the library's default address policies: only
+// public addresses for provider calls and webhooks.
+func setupStrict(t testing.TB, b *backend, mutate ...func(*connect.Config)) *bundle {
+	t.Helper()
+	return setupPolicy(t, b, false, mutate...)
+}
+
+func setupPolicy(t testing.TB, b *backend, loopback bool, mutate ...func(*connect.Config)) *bundle {
 	t.Helper()
 	clock := &fakeClock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	cfg := connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}, Now: clock.Now,
 		PublicURL: "https://connect.example.com"}
+	loose := egress.Policy{AllowLoopback: true}
+	if loopback {
+		cfg.Egress = loose
+		cfg.Proxy.Policy = loose // the older name of Egress, which some tests set
+		cfg.Webhooks.Policy = loose
+	}
 	for _, m := range mutate {
 		m(&cfg)
+	}
+	if loopback {
+		switch {
+		case cfg.Egress != loose: // a mutate set the policy
+			cfg.Proxy.Policy = cfg.Egress
+		case cfg.Proxy.Policy != loose: // a mutate set it by its older name
+			cfg.Egress = cfg.Proxy.Policy
+		}
+		if cfg.Webhooks.Policy == (egress.Policy{}) {
+			cfg.Webhooks.Policy = loose // a mutate replaced cfg.Webhooks
+		}
 	}
 	if cfg.Scheduler == nil {
 		cfg.Scheduler = schedulerFor(t, b)

@@ -55,16 +55,17 @@ func (sb *sessionBundle) connection(t *testing.T, key, id string) *connections.C
 // TestHeadlessAPIKey: the API-key call checks the key against the
 // provider's verification endpoints (the second answers 2xx), creates a
 // connection with a generated id, the session's tags, webhook URL override
-// and connection config (defaults under params, without the OAuth client
-// overrides or a client-side webhook URL), and sends the auth webhook in
-// the same transaction. A refused key stores nothing.
+// and connection config (the session's defaults and the end user's params,
+// without the OAuth client overrides or a client-side webhook URL), and
+// sends the auth webhook in the same transaction. A refused key stores
+// nothing.
 func TestHeadlessAPIKey(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, b *backend) {
 		sb := sessionSetup(t, b)
 		tok := sb.session(t, `{"end_user":{"id":"u1","email":"u1@example.com"},"organization":{"id":"org1"},"tags":{"Team":"Red"},
 			"allowed_integrations":["key1","basic1"],"webhook_url_override":"https://hooks.example.com/session",
-			"integrations_config_defaults":{"key1":{"connection_config":{"region":"eu","tenant":"default-tenant",
+			"integrations_config_defaults":{"key1":{"connection_config":{"region":"eu",
 				"oauth_client_secret_override":"s3cret","oauth_client_id_override":"id"}}}}`)
 
 		// A refused key: 400, nothing stored, no webhook.
@@ -276,8 +277,10 @@ func TestHeadlessUnauthenticated(t *testing.T) {
 }
 
 // TestHeadlessParams: params[...] in either bracket form become connection
-// config over the session's defaults; required and malformed values are
-// refused.
+// config beside the session's defaults, which the end user may repeat but
+// not change; required, malformed and undeclared values are refused with
+// invalid_connection_config naming the key. (These cases used to let the
+// end user replace a preset value and add undeclared keys.)
 func TestHeadlessParams(t *testing.T) {
 	t.Parallel()
 	sb := sessionSetup(t, &backend{store: memoryStore()})
@@ -289,10 +292,12 @@ func TestHeadlessParams(t *testing.T) {
 		config map[string]any
 	}{
 		{"params[tenant]=acme", 200, "", map[string]any{"tenant": "acme", "region": "eu"}},
-		{"params%5Btenant%5D=acme-2&params%5Bregion%5D=us+east", 200, "", map[string]any{"tenant": "acme-2", "region": "us east"}},
-		{"params[tenant]=t1&params[extra%20key]=a%26b&params[webhookUrl]=https://x.example.com", 200, "", map[string]any{"tenant": "t1", "region": "eu", "extra key": "a&b"}},
+		{"params%5Btenant%5D=acme-2&params%5Bregion%5D=eu", 200, "", map[string]any{"tenant": "acme-2", "region": "eu"}},
+		{"params[tenant]=t1&params[webhookUrl]=https://x.example.com&params[oauth_client_secret_override]=x", 200, "", map[string]any{"tenant": "t1", "region": "eu"}},
+		{"params%5Btenant%5D=acme-2&params%5Bregion%5D=us+east", 400, "invalid_connection_config", nil},
+		{"params[tenant]=t1&params[extra%20key]=a%26b", 400, "invalid_connection_config", nil},
 		{"", 400, "missing_connection_config", nil},
-		{"params[region]=us", 400, "missing_connection_config", nil},
+		{"params[region]=eu", 400, "missing_connection_config", nil},
 		{"params[tenant]=", 400, "missing_connection_config", nil},
 		{"params[tenant]=ACME!", 400, "invalid_connection_config", nil},
 		{"params[tenant]=a&params[tenant]=b", 400, "invalid_query_params", nil},
@@ -313,11 +318,17 @@ func TestHeadlessParams(t *testing.T) {
 			}
 		}
 	}
-	// A missing field is named.
-	r := sb.auth(t, "/api-auth/api-key/key1", tok, "", `{"apiKey":"good-key"}`)
-	errs, _ := r.obj()["error"].(map[string]any)["errors"].([]any)
-	if len(errs) != 1 || !cmp.Equal(errs[0].(map[string]any)["path"], []any{"params", "tenant"}) {
-		t.Errorf("missing field not named: %s", r.raw)
+	// A missing field, a changed preset and an undeclared key are named.
+	for query, path := range map[string][]any{
+		"":                                    {"params", "tenant"},
+		"params[tenant]=t1&params[region]=us": {"params", "region"},
+		"params[tenant]=t1&params[extra%20key]=x": {"params", "extra key"},
+	} {
+		r := sb.auth(t, "/api-auth/api-key/key1", tok, query, `{"apiKey":"good-key"}`)
+		errs, _ := r.obj()["error"].(map[string]any)["errors"].([]any)
+		if len(errs) != 1 || !cmp.Equal(errs[0].(map[string]any)["path"], path) {
+			t.Errorf("%q: the field is not named: %s", query, r.raw)
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/proxy"
@@ -224,7 +225,6 @@ func proxySetup(t *testing.T, b *backend, mutate ...func(*connect.Config)) *prox
 		cfg.Now = rb.clock.Now
 		cfg.Providers = cat
 		cfg.Notifier = rb.events
-		cfg.Proxy.Policy.AllowLoopback = true
 		cfg.Proxy.RetryWaitMin = time.Millisecond
 		cfg.Proxy.RetryWaitMax = 5 * time.Millisecond
 		cfg.Proxy.Sleep = pb.waits.Sleep
@@ -1234,7 +1234,7 @@ func TestProxyRefusesPrivateAddresses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			bu := setup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.Policy = tc.policy })
+			bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Egress = tc.policy })
 			bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"openai","unique_key":"oa"}`})
 			bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"c","api_key":"sk-secret-value"}`})
 			r := bu.do(t, req{method: "GET", path: "/proxy/v1/models", header: map[string]string{
@@ -1459,5 +1459,38 @@ func TestProxyOAuth1RSA(t *testing.T) {
 	sum := sha1.Sum([]byte(base))
 	if err := rsa.VerifyPKCS1v15(&pxRSAKey().PublicKey, crypto.SHA1, sum[:], sig); err != nil {
 		t.Errorf("RSA-SHA1 signature does not verify: %v", err)
+	}
+}
+
+// TestProxyFailuresNameNoAddress: the proxy's answers for a refused, an
+// unreachable and a slow upstream say "address not allowed" or "could not
+// reach the provider" and name no address, port or dial error.
+func TestProxyFailuresNameNoAddress(t *testing.T) {
+	t.Parallel()
+	closed := closedURL(t)
+	_, closedPort, _ := net.SplitHostPort(strings.TrimPrefix(closed, "http://"))
+	for _, tc := range []struct {
+		name, base, code, phrase string
+		status                   int
+		policy                   egress.Policy
+	}{
+		{"refused", "http://169.254.169.254", proxy.CodeAddressRefused, "address not allowed", 403, egress.Policy{AllowPrivateNetworks: true}},
+		{"refused loopback", closed, proxy.CodeAddressRefused, "address not allowed", 403, egress.Policy{}},
+		{"closed port", closed, proxy.CodeUpstreamError, "could not reach the provider", 502, egress.Policy{AllowLoopback: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Egress = tc.policy })
+			bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"openai","unique_key":"oa"}`})
+			bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"c","api_key":"sk-secret-value"}`})
+			r := bu.do(t, req{method: "GET", path: "/proxy/v1/models", header: map[string]string{
+				"Connection-Id": "c", "Provider-Config-Key": "oa", "Base-Url-Override": tc.base}})
+			if r.status != tc.status || r.errCode() != tc.code || !strings.Contains(string(r.raw), tc.phrase) {
+				t.Fatalf("= %d %s, want %d %s saying %q", r.status, r.raw, tc.status, tc.code, tc.phrase)
+			}
+			if w := leaksNetworkDetail(string(r.raw), closedPort); w != "" {
+				t.Errorf("the answer gives away %q: %s", w, r.raw)
+			}
+		})
 	}
 }

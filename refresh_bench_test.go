@@ -14,6 +14,7 @@ import (
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/pgtest"
@@ -70,7 +71,7 @@ func BenchmarkRefresh(b *testing.B) {
 			b.Fatal(err)
 		}
 		svc, err := connect.New(connect.Config{Store: st, Scheduler: sched, EncryptionKeys: []connect.EncryptionKey{testKey},
-			Providers: cat, Now: clock.Now, RateLimitRequests: -1})
+			Providers: cat, Now: clock.Now, RateLimitRequests: -1, Egress: egress.Policy{AllowLoopback: true}}) // the fake provider is on 127.0.0.1
 		if err != nil {
 			b.Fatal(err)
 		}

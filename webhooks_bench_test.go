@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/internal/pgtest"
 	"github.com/embedauth/connect/store/postgres"
@@ -68,7 +69,8 @@ func BenchmarkWebhookOutbox(b *testing.B) {
 	b.Cleanup(receiver.Close)
 
 	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
-		Scheduler: sched, RateLimitRequests: -1})
+		Scheduler: sched, RateLimitRequests: -1,
+		Webhooks: webhooks.DeliveryConfig{Policy: egress.Policy{AllowLoopback: true}}}) // the receiver is on 127.0.0.1
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/store/postgres"
 	"github.com/embedauth/connect/webhooks"
@@ -33,7 +34,8 @@ func instance(t *testing.T, b *backend, workers int) *connect.Service {
 		t.Fatal(err)
 	}
 	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, Scheduler: sched,
-		Webhooks: webhooks.DeliveryConfig{Backoff: 5 * time.Millisecond, Timeout: 5 * time.Second, Concurrency: workers}})
+		Webhooks: webhooks.DeliveryConfig{Backoff: 5 * time.Millisecond, Timeout: 5 * time.Second, Concurrency: workers,
+			Policy: egress.Policy{AllowLoopback: true}}}) // the receivers are on 127.0.0.1
 	if err != nil {
 		t.Fatal(err)
 	}

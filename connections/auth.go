@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
@@ -103,7 +104,7 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 		}
 		existing = c.ConnectionConfig
 	}
-	overlay, err := ss.connectionConfig(sess, key, in.Params)
+	overlay, err := ss.connectionConfig(sess, p, key, in.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -116,17 +117,7 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 	if err := checkRequiredConfig(p, cfg, overlay); err != nil {
 		return nil, err
 	}
-	templates := []string{}
-	if p.Proxy != nil {
-		templates = append(templates, p.Proxy.BaseURL)
-		if p.Proxy.Verification != nil {
-			templates = append(templates, p.Proxy.Verification.BaseURLOverride)
-		}
-	}
-	if in.Mode == AuthModeOAuth2CC {
-		templates = append(templates, p.TokenURL)
-	}
-	if err := checkURLValues(templates, cfg); err != nil {
+	if err := checkConfigURLs(p, cfg, "params"); err != nil {
 		return nil, err
 	}
 	creds, err := authCredentials(p, in)
@@ -182,28 +173,6 @@ func isClientWebhookKey(k string) bool {
 	return strings.Contains(n, "webhookurl")
 }
 
-// connectionConfig merges the end user's params over the session's
-// defaults for the integration. The OAuth client overrides are dropped:
-// they are secrets that a non-OAuth connection has no use for.
-func (ss *Sessions) connectionConfig(sess *Session, key string, params map[string]string) (map[string]any, error) {
-	merged := map[string]string{}
-	if d, ok := sess.IntegrationsConfigDefaults[key]; ok {
-		maps.Copy(merged, d.ConnectionConfig)
-	}
-	if err := checkStringMap(params, "params"); err != nil {
-		return nil, store.Invalid("invalid_query_params", "The query is invalid.", fieldErrors(err)...)
-	}
-	maps.Copy(merged, params)
-	out := make(map[string]any, len(merged))
-	for k, v := range merged {
-		if k == ConfigOAuthClientIDOverride || k == ConfigOAuthClientSecretOverride || isClientWebhookKey(k) {
-			continue
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
 func fieldErrors(err error) []store.FieldError {
 	var e *store.Error
 	if errors.As(err, &e) {
@@ -257,36 +226,6 @@ func matches(pattern, v string) bool {
 		return true
 	}
 	return re.MatchString(v)
-}
-
-// checkURLValues refuses connection config values that would change the
-// host of a URL template they are inserted into: a value that does not
-// start a template alternative (and so does not supply the whole origin,
-// as an instance URL does) must not hold '/', '?', '#', '@', '\', '%',
-// spaces or control characters.
-func checkURLValues(templates []string, cfg map[string]string) error {
-	for _, tmpl := range templates {
-		for _, alt := range strings.Split(tmpl, "||") {
-			alt = strings.TrimSpace(alt)
-			names, err := integrations.Placeholders(alt)
-			if err != nil {
-				continue
-			}
-			for i, n := range names {
-				k, ok := strings.CutPrefix(n, "connectionConfig.")
-				if !ok || cfg[k] == "" || (i == 0 && strings.HasPrefix(alt, "${")) {
-					continue
-				}
-				if strings.ContainsAny(cfg[k], `/?#@\%`) || strings.IndexFunc(cfg[k], func(r rune) bool {
-					return unicode.IsSpace(r) || unicode.IsControl(r)
-				}) >= 0 {
-					return store.Invalid(CodeInvalidConnectionConfig, fmt.Sprintf("The connection config %q is not a valid part of a URL.", k),
-						store.FieldError{Code: "invalid_value", Message: `must not hold / ? # @ \ %, spaces or control characters`, Path: []string{"params", k}})
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // authCredentials checks what the end user typed against the mode and the
@@ -363,13 +302,9 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 	if baseTmpl == "" {
 		return nil // nothing to call: the catalogue entry is incomplete
 	}
-	base, err := integrations.Interpolate(baseTmpl, vars)
+	bu, err := p.RenderURL(baseTmpl, vars)
 	if err != nil {
-		return missingTemplateValues(err, "the provider's base URL")
-	}
-	bu, err := url.Parse(base)
-	if err != nil || (bu.Scheme != "http" && bu.Scheme != "https") || bu.Host == "" {
-		return validationFailed("The provider's base URL %q is not an absolute http(s) URL.", base)
+		return urlTemplateError(err, "the provider's base URL")
 	}
 	header := http.Header{}
 	for _, k := range slices.Sorted(maps.Keys(p.Proxy.Headers)) {
@@ -399,10 +334,11 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 	ctx, cancel := context.WithTimeout(ctx, ss.cfg.CheckTimeout)
 	defer cancel()
 	var last string
+	unreachable := false
 	for _, tmpl := range vf.Endpoints {
-		ep, err := integrations.Interpolate(tmpl, vars)
+		ep, err := p.RenderPath(tmpl, vars)
 		if err != nil {
-			return missingTemplateValues(err, "the provider's verification endpoint")
+			return urlTemplateError(err, "the provider's verification endpoint")
 		}
 		target, err := joinURL(bu, ep, query)
 		if err != nil {
@@ -416,7 +352,15 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 		req.Header.Set("Accept", "application/json")
 		resp, err := ss.cfg.HTTPClient.Do(req)
 		if err != nil {
-			last = "the provider could not be reached: " + sanitize(redactErr(err).Error(), 200, secrets)
+			// Only "address not allowed" or "could not reach the provider":
+			// the dial error would tell an open port from a closed one.
+			f := egress.Describe(err)
+			ss.cfg.Logger.WarnContext(ctx, "credential check: the provider could not be called", "code", f.Code,
+				"err", sanitize(redactErr(err).Error(), 300, secrets))
+			if f.Code == egress.CodeAddressNotAllowed {
+				return store.Invalid(f.Code, "The credentials could not be checked: address not allowed.")
+			}
+			unreachable = true
 			if ctx.Err() != nil {
 				break
 			}
@@ -429,10 +373,13 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 		}
 		last = fmt.Sprintf("the provider answered %s to %s %s", resp.Status, method, sanitize(req.URL.Path, 200, secrets))
 	}
-	if last == "" {
-		return nil // no endpoint listed
+	switch {
+	case last != "":
+		return validationFailed("The credentials were refused: %s.", last)
+	case unreachable:
+		return store.Invalid(egress.CodeUnreachable, "The credentials could not be checked: could not reach the provider.")
 	}
-	return validationFailed("The credentials were refused: %s.", last)
+	return nil // no endpoint listed
 }
 
 // joinURL appends an endpoint (a path, possibly with its own query) to the
@@ -459,6 +406,17 @@ func joinURL(base *url.URL, endpoint string, query url.Values) (string, error) {
 	u.RawQuery = q.Encode()
 	u.Fragment = ""
 	return u.String(), nil
+}
+
+// urlTemplateError turns the failure of a URL template of an auth call
+// into its error: a value that cannot be used where the template puts it
+// is invalid_connection_config, a missing one missing_connection_config
+// (see missingTemplateValues).
+func urlTemplateError(err error, what string) error {
+	if errors.Is(err, integrations.ErrUnsafeValue) {
+		return unsafeConfig(err, "params")
+	}
+	return missingTemplateValues(err, what)
 }
 
 // missingTemplateValues turns a template that cannot be filled into
@@ -498,7 +456,10 @@ func (ss *Sessions) clientCredentials(ctx context.Context, p *integrations.Provi
 	tr, err := ss.cc.call(ctx, p, tmp, GrantClientCredentials)
 	if err != nil {
 		var re *RefreshError
-		if errors.As(err, &re) {
+		switch {
+		case errors.As(err, &re) && re.notSent():
+			return nil, nil, store.Invalid(re.Code, "The token request failed: "+re.Description+".")
+		case errors.As(err, &re):
 			return nil, nil, validationFailed("The provider refused the client credentials: %s.", re.summary())
 		}
 		return nil, nil, err

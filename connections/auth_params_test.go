@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
 )
 
@@ -152,22 +153,24 @@ func TestSessionAllows(t *testing.T) {
 	}
 }
 
-func TestCheckURLValues(t *testing.T) {
+// TestCheckConfigURLs: connection config values that would change more
+// than their part of a provider's URL are invalid_connection_config naming
+// the key. (An origin with a query used to pass: "?y" would have turned
+// the rest of the template, "/services", into the query.)
+func TestCheckConfigURLs(t *testing.T) {
 	t.Parallel()
-	templates := []string{
-		"https://${connectionConfig.subdomain}.example.com/api || https://api.example.com",
-		"${connectionConfig.instance_url}/services",
-		"",
-	}
+	p := &integrations.Provider{Name: "p", AuthMode: integrations.AuthModeAPIKey,
+		Proxy: &integrations.Proxy{BaseURL: "https://${connectionConfig.subdomain}.example.com/api || https://api.example.com",
+			Verification: &integrations.Verification{BaseURLOverride: "${connectionConfig.instance_url}/services", Endpoints: []string{"/me"}}}}
 	for _, tc := range []struct {
 		cfg map[string]string
 		ok  bool
 	}{
 		{map[string]string{"subdomain": "acme-1"}, true},
 		{map[string]string{"subdomain": ""}, true},
-		// The origin supplied whole (a self-hosted instance) is the end
-		// user's choice.
-		{map[string]string{"instance_url": "https://my.instance.example.org/x?y"}, true},
+		{map[string]string{"instance_url": "https://my.instance.example.org/x"}, true},
+		{map[string]string{"instance_url": "https://my.instance.example.org/x?y"}, false},
+		{map[string]string{"instance_url": "https://user@evil.example.org"}, false},
 		{map[string]string{"subdomain": "evil.com/x?"}, false},
 		{map[string]string{"subdomain": "evil.com#"}, false},
 		{map[string]string{"subdomain": "user@evil.com"}, false},
@@ -175,13 +178,17 @@ func TestCheckURLValues(t *testing.T) {
 		{map[string]string{"subdomain": "a%2fb"}, false},
 		{map[string]string{"subdomain": "a\\b"}, false},
 		{map[string]string{"subdomain": "a\nb"}, false},
+		{map[string]string{"subdomain": "evil.com:443"}, false},
 	} {
-		err := checkURLValues(templates, tc.cfg)
+		err := checkConfigURLs(p, tc.cfg, "params")
 		if (err == nil) != tc.ok {
 			t.Errorf("%v: %v", tc.cfg, err)
 		}
-		if err != nil && store.CodeOf(err) != CodeInvalidConnectionConfig {
-			t.Errorf("%v: code %q", tc.cfg, store.CodeOf(err))
+		if err != nil {
+			var se *store.Error
+			if !errors.As(err, &se) || se.Code != CodeInvalidConnectionConfig || len(se.Errors) != 1 || se.Errors[0].Path[0] != "params" {
+				t.Errorf("%v: %v", tc.cfg, err)
+			}
 		}
 	}
 }

@@ -20,6 +20,31 @@
 // Concurrent writers never lose an update: every change is an optimistic
 // read-modify-write retried on a version conflict.
 //
+// # End users' connection config
+//
+// What an end user gives as connection config (params of the auth calls
+// and of the OAuth popup, and the redirect_uri_metadata the provider's
+// redirect back carries) is checked before anything is stored or sent: a
+// value the connect session presets wins (it may be repeated, not
+// changed), every other key must be a declared, non-automated field of the
+// provider's connection_config (oauth_scopes_override is accepted; webhook
+// URLs and the OAuth client overrides are dropped), each value must fit
+// its field (integrations.FieldSpec.CheckValue), and a key that decides the
+// host of a URL carrying the integration's secrets
+// (integrations.Provider.SecretHostKeys) comes from the end user only when
+// its pattern pins the value down. Every value, preset and stored ones
+// included, must be safe where the provider's URL templates put it, and
+// every URL is built with integrations.Provider.RenderURL. Refusals are 400
+// invalid_connection_config naming the key in errors[].path.
+//
+// # Outbound requests
+//
+// Token, refresh and credential-check requests go through the address
+// policy of package egress (RefreshConfig.Policy, SessionsConfig.Policy),
+// checked at dial time; when a request gets no answer the caller, the
+// operations log and the webhooks learn only address_not_allowed or
+// provider_unreachable.
+//
 // # Token refresh
 //
 // With the built-in refresher ([Service.EnableRefresh], which connect.New

@@ -95,6 +95,12 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 	mode := ""
 	if p, ok := s.catalog.Get(it.Provider); ok {
 		mode = p.AuthMode
+		// A value that would change more than its part of the provider's
+		// URLs is refused now rather than when the URLs are built (which
+		// refuses it too).
+		if err := checkConfigURLs(p, stringMap(in.ConnectionConfig), "connection_config"); err != nil {
+			return nil, false, err
+		}
 	}
 	creds, err := importCredentials(mode, &in, s.now())
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -198,8 +199,11 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	if err != nil {
 		return nil, err
 	}
-	overlay, err := ss.connectionConfig(sess, key, in.Params)
+	overlay, err := ss.connectionConfig(sess, p, key, in.Params)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPresetParams(sess.IntegrationsConfigDefaults[key], in); err != nil {
 		return nil, err
 	}
 	if p.AuthMode == AuthModeApp {
@@ -212,7 +216,7 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	if err := checkRequiredConfig(p, cfg, overlay); err != nil {
 		return nil, err
 	}
-	if err := checkURLValues([]string{p.AuthorizationURL, p.TokenURL, p.RequestURL, p.RefreshURL}, cfg); err != nil {
+	if err := checkConfigURLs(p, cfg, "params"); err != nil {
 		return nil, err
 	}
 	scopes := ss.flowScopes(sess, key, p, client, in.Params)
@@ -360,13 +364,9 @@ func (ss *Sessions) authorizationURL(p *integrations.Provider, client *oauthClie
 	if p.AuthorizationURL == "" {
 		return "", flowErr(FlowErrProviderConfig, "The provider %q has no authorization URL.", p.Name)
 	}
-	raw, err := integrations.Interpolate(p.AuthorizationURL, vars)
+	u, err := p.RenderURL(p.AuthorizationURL, vars)
 	if err != nil {
-		return "", missingTemplateValues(err, "the authorization URL")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", flowErr(FlowErrProviderConfig, "The authorization URL of %q is not an absolute http(s) URL.", p.Name)
+		return "", flowURLError(err, p, "the authorization URL")
 	}
 	q := u.Query()
 	if p.AuthMode == AuthModeApp {
@@ -420,6 +420,36 @@ func (ss *Sessions) authorizationURL(p *integrations.Provider, client *oauthClie
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// checkPresetParams refuses the end user's user_scope and
+// authorization_params that change a value the session presets: the
+// backend's values win.
+func checkPresetParams(d IntegrationDefaults, in OAuthStartInput) error {
+	if d.UserScopes != "" && in.UserScope != "" && in.UserScope != d.UserScopes {
+		return flowErr(FlowErrURLParam, "user_scope is preset by the connect session and cannot be changed.")
+	}
+	for _, k := range slices.Sorted(maps.Keys(in.AuthorizationParams)) {
+		if pv, ok := d.AuthorizationParams[k]; ok && in.AuthorizationParams[k] != "undefined" && in.AuthorizationParams[k] != pv {
+			return flowErr(FlowErrURLParam, "authorization_params[%s] is preset by the connect session and cannot be changed.", k)
+		}
+	}
+	return nil
+}
+
+// flowURLError turns the failure of a URL template of a flow into its
+// error: invalid_connection_config for a value that cannot be used where
+// the template puts it, missing_connection_config for a missing one,
+// provider_config_err for a template that does not make a URL.
+func flowURLError(err error, p *integrations.Provider, what string) error {
+	var mv *integrations.MissingValueError
+	switch {
+	case errors.Is(err, integrations.ErrUnsafeValue):
+		return unsafeConfig(err, "params")
+	case errors.As(err, &mv):
+		return missingTemplateValues(err, what)
+	}
+	return flowErr(FlowErrProviderConfig, "%s of %q is not an absolute http(s) URL.", upperFirst(what), p.Name)
 }
 
 // flowCookie is the cookie that binds a flow to the browser: its name is
@@ -587,8 +617,20 @@ func (ss *Sessions) finish(ctx context.Context, f *OAuthFlow, state string, quer
 			if len(v) > MaxConfigValueLength || !isPrintable(v) {
 				return nil, flowErr(FlowErrCallback, "The callback's %s is invalid.", k)
 			}
+			// The end user's browser brings these: they are checked as
+			// end-user values.
+			if reason := checkCallbackValue(p, k, v); reason != "" {
+				return nil, flowErr(FlowErrCallback, "The callback's %s cannot be used: it %s.", k, reason)
+			}
 			cfg[k] = v
 		}
+	}
+	if err := p.CheckURLValues(stringMap(cfg)); err != nil {
+		var ue *integrations.UnsafeValueError
+		if errors.As(err, &ue) {
+			return nil, flowErr(FlowErrCallback, "The connection config %s cannot be used in the provider's URLs: it %s.", ue.Key, ue.Reason)
+		}
+		return nil, err
 	}
 	var creds *Credentials
 	switch f.AuthMode {
@@ -658,7 +700,7 @@ func (ss *Sessions) failFlow(ctx context.Context, f *OAuthFlow, fe *FlowError) {
 	}
 	sess := &Session{ID: f.SessionID, EnvironmentID: f.EnvironmentID}
 	ss.logFailure(ctx, sess, f.IntegrationKey, f.ConnectionID, op, f.AuthMode, store.Invalid(fe.Type, fe.Message))
-	if fe.Type == FlowErrToken {
+	if isTokenFailure(fe.Type) {
 		ss.notifyFailure(ctx, f, op, fe)
 	}
 	ss.hub.signal(f.ClientID, nil)
@@ -711,11 +753,7 @@ func (ss *Sessions) finishOAuth2(ctx context.Context, p *integrations.Provider, 
 		secrets:      []string{code, client.secret, f.Secrets.CodeVerifier},
 	})
 	if err != nil {
-		var re *RefreshError
-		if errors.As(err, &re) {
-			return nil, &FlowError{Type: FlowErrToken, Message: "The provider refused the authorization: " + re.summary() + ".", Status: http.StatusBadRequest, Err: err}
-		}
-		return nil, err
+		return nil, tokenFlowError(err, "The provider refused the authorization")
 	}
 	creds := mergeTokens(&Credentials{Type: AuthModeOAuth2}, tr, "authorization_code", ss.conns.nowUTC())
 	if tr.Scope == "" {
@@ -727,6 +765,27 @@ func (ss *Sessions) finishOAuth2(ctx context.Context, p *integrations.Provider, 
 		}
 	}
 	return creds, nil
+}
+
+// tokenFlowError is the FlowError of a flow's failed token request: the
+// provider's refusal (token_err, refused says so), or, when the provider
+// could not be called, address_not_allowed or provider_unreachable with
+// no more detail.
+func tokenFlowError(err error, refused string) error {
+	var re *RefreshError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.notSent() {
+		return &FlowError{Type: re.Code, Message: "The token request failed: " + re.Description + ".", Status: http.StatusBadRequest, Err: err}
+	}
+	return &FlowError{Type: FlowErrToken, Message: refused + ": " + re.summary() + ".", Status: http.StatusBadRequest, Err: err}
+}
+
+// isTokenFailure reports whether a flow error type is a failed token
+// request, which an auth webhook reports.
+func isTokenFailure(typ string) bool {
+	return typ == FlowErrToken || typ == egress.CodeAddressNotAllowed || typ == egress.CodeUnreachable || typ == CodeInvalidConnectionConfig
 }
 
 // StatusData is the data of GET /oauth/status/{clientID}.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dghubble/oauth1"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 )
 
@@ -26,14 +27,11 @@ func (ss *Sessions) oauth1Config(ctx context.Context, p *integrations.Provider, 
 		if tmpl == "" {
 			return nil, flowErr(FlowErrProviderConfig, "The OAuth 1 provider %q lacks its request, authorization or access token URL.", p.Name)
 		}
-		u, err := integrations.Interpolate(tmpl, vars)
+		u, err := p.RenderURL(tmpl, vars)
 		if err != nil {
-			return nil, missingTemplateValues(err, "the provider's OAuth 1 URLs")
+			return nil, flowURLError(err, p, "the provider's OAuth 1 URLs")
 		}
-		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
-			return nil, flowErr(FlowErrProviderConfig, "An OAuth 1 URL of %q is not an absolute http(s) URL.", p.Name)
-		}
-		urls[i] = u
+		urls[i] = u.String()
 	}
 	signer, err := oauth1Signer(p.SignatureMethod, client)
 	if err != nil {
@@ -116,8 +114,7 @@ func (ss *Sessions) startOAuth1(ctx context.Context, p *integrations.Provider, c
 	}
 	token, secret, err := cfg.RequestToken()
 	if err != nil {
-		return "", "", &FlowError{Type: FlowErrToken, Message: "The provider refused the request token: " + oauth1Reason(err, client) + ".",
-			Status: http.StatusBadRequest, Err: err}
+		return "", "", oauth1Error(err, "The provider refused the request token", client)
 	}
 	f.Secrets.RequestTokenSecret = secret
 	u, err := cfg.AuthorizationURL(token)
@@ -168,21 +165,23 @@ func (ss *Sessions) finishOAuth1(ctx context.Context, p *integrations.Provider, 
 	}
 	access, secret, err := oc.AccessToken(token, f.Secrets.RequestTokenSecret, verifier)
 	if err != nil {
-		return nil, &FlowError{Type: FlowErrToken, Message: "The provider refused the access token request: " + oauth1Reason(err, client, f.Secrets.RequestTokenSecret, verifier) + ".",
-			Status: http.StatusBadRequest, Err: err}
+		return nil, oauth1Error(err, "The provider refused the access token request", client, f.Secrets.RequestTokenSecret, verifier)
 	}
 	return &Credentials{Type: AuthModeOAuth1, OAuthToken: access, OAuthTokenSecret: secret, Scopes: slices.Clone(f.Scopes)}, nil
 }
 
-// oauth1Reason turns an error of dghubble/oauth1 (which quotes the
-// provider's answer) into a short text without secrets.
-func oauth1Reason(err error, client *oauthClient, secrets ...string) string {
+// oauth1Error turns an error of dghubble/oauth1's token requests into the
+// flow's error: the provider's refusal (token_err: refused, then the
+// answer dghubble/oauth1 quotes, without secrets), or, when the request
+// got no answer, address_not_allowed or provider_unreachable and no more.
+func oauth1Error(err error, refused string, client *oauthClient, secrets ...string) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return "the provider could not be reached"
+		f := egress.Describe(err)
+		return &FlowError{Type: f.Code, Message: "The token request failed: " + f.Message + ".", Status: http.StatusBadRequest, Err: f}
 	}
-	msg := strings.TrimPrefix(err.Error(), "oauth1: ")
-	return sanitize(msg, 200, append(secrets, client.secret))
+	msg := sanitize(strings.TrimPrefix(err.Error(), "oauth1: "), 200, append(secrets, client.secret))
+	return &FlowError{Type: FlowErrToken, Message: refused + ": " + msg + ".", Status: http.StatusBadRequest, Err: err}
 }
 
 // ctxClient returns a client whose requests carry ctx: dghubble/oauth1's

@@ -16,6 +16,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 )
 
@@ -86,13 +87,11 @@ func (r *refresher) appToken(ctx context.Context, p *integrations.Provider, appI
 	if err != nil {
 		return nil, &RefreshError{Description: "the integration's private key is not an RSA key in PEM form"}
 	}
-	endpoint, err := integrations.Interpolate(p.TokenURL, integrations.TemplateVars{ConnectionConfig: cfg})
+	u, err := p.RenderURL(p.TokenURL, integrations.TemplateVars{ConnectionConfig: cfg})
 	if err != nil {
-		return nil, &RefreshError{Description: "the token URL cannot be built for this connection (is installation_id set?)", Err: err}
+		return nil, tokenURLError(err, "(is installation_id set?)")
 	}
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, &RefreshError{Description: "the token URL is not an absolute http(s) URL"}
-	}
+	endpoint := u.String()
 	now := r.s.nowUTC()
 	signed, err := appJWT(appID, key, now)
 	if err != nil {
@@ -109,12 +108,12 @@ func (r *refresher) appToken(ctx context.Context, p *integrations.Provider, appI
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	resp, err := r.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return nil, &RefreshError{Description: "the token endpoint could not be reached", Err: redactErr(err)}
+		return nil, r.unreachable(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxTokenResponseSize+1))
 	if err != nil {
-		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: redactErr(err)}
+		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: egress.Describe(err)}
 	}
 	if len(body) > MaxTokenResponseSize {
 		return nil, &RefreshError{Status: resp.StatusCode, Description: fmt.Sprintf("the token response is larger than %d bytes", MaxTokenResponseSize)}
@@ -167,11 +166,7 @@ func (ss *Sessions) finishApp(ctx context.Context, p *integrations.Provider, cli
 	}
 	tr, err := ss.cc.appToken(ctx, p, client.appID, client.privateKey, stringMap(cfg))
 	if err != nil {
-		var re *RefreshError
-		if errors.As(err, &re) {
-			return nil, &FlowError{Type: FlowErrToken, Message: "The provider refused the app installation token: " + re.summary() + ".", Status: http.StatusBadRequest, Err: err}
-		}
-		return nil, err
+		return nil, tokenFlowError(err, "The provider refused the app installation token")
 	}
 	// The app JWT is not stored: it is minted again for every token.
 	return mergeTokens(&Credentials{Type: AuthModeApp}, tr, GrantAppInstallation, ss.conns.nowUTC()), nil

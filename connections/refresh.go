@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"mime"
@@ -22,6 +23,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/oplog"
@@ -90,9 +92,16 @@ type RefreshConfig struct {
 	// answers ErrRefreshBackoff without calling the provider. Default 30
 	// seconds; negative disables it.
 	Backoff time.Duration
+	// Policy is the outbound address policy of the default HTTPClient:
+	// the zero Policy refuses loopback, private and every other special
+	// address (see package egress).
+	Policy egress.Policy
 	// HTTPClient sends the token requests. Default: a client of its own
-	// that follows no redirect (a token request is never re-sent, with its
-	// secrets, to another URL) and times out after Timeout.
+	// that enforces Policy at dial time, follows no redirect (a token
+	// request is never re-sent, with its secrets, to another URL) and
+	// times out after Timeout. A client set here replaces Policy: its
+	// transport must enforce an address policy itself (build it on
+	// egress.NewTransport).
 	HTTPClient *http.Client
 	// ClientCredentials returns the OAuth client of an integration, opened.
 	// It is used unless the connection carries its own (ConfigOverride, or
@@ -109,6 +118,10 @@ type RefreshConfig struct {
 	Notifier webhooks.Notifier
 	// EnvironmentName names an environment in webhook payloads. Optional.
 	EnvironmentName func(ctx context.Context, environmentID int64) (string, error)
+	// Logger receives the causes of token requests that got no answer
+	// (the caller only learns "address not allowed" or "could not reach
+	// the provider"). Nil discards them.
+	Logger *slog.Logger
 }
 
 func (c *RefreshConfig) applyDefaults() {
@@ -122,17 +135,16 @@ func (c *RefreshConfig) applyDefaults() {
 		c.Backoff = DefaultRefreshBackoff
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = NewRefreshHTTPClient(c.Timeout)
+		c.HTTPClient = NewRefreshHTTPClient(c.Timeout, c.Policy)
 	}
 }
 
 // NewRefreshHTTPClient returns the default client of token requests: its
-// own connection pool, no redirects followed (a 3xx answer is a failed
-// refresh) and the timeout.
-func NewRefreshHTTPClient(timeout time.Duration) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+// own connection pool whose dials the policy checks, no redirects followed
+// (a 3xx answer is a failed refresh) and the timeout.
+func NewRefreshHTTPClient(timeout time.Duration, policy egress.Policy) *http.Client {
 	return &http.Client{
-		Transport:     tr,
+		Transport:     egress.NewTransport(policy),
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -145,7 +157,9 @@ type RefreshError struct {
 	// none (network error, timeout, a template that could not be filled).
 	Status int
 	// Code is the provider's error code, such as invalid_grant; empty when
-	// it sent none.
+	// it sent none. When the provider could not be called (Status 0) it is
+	// egress.CodeAddressNotAllowed (the address policy refused its address)
+	// or egress.CodeUnreachable.
 	Code string
 	// Description says what went wrong: the provider's error_description
 	// (shortened, with the connection's secrets removed) or our own words.
@@ -173,6 +187,17 @@ func (e *RefreshError) Error() string {
 }
 
 func (e *RefreshError) Unwrap() error { return e.Err }
+
+// notSent reports whether the provider was not called (or did not answer):
+// its address was not allowed or could not be reached, or the token URL
+// could not be built safely. Code then says which.
+func (e *RefreshError) notSent() bool {
+	switch e.Code {
+	case egress.CodeAddressNotAllowed, egress.CodeUnreachable, CodeInvalidConnectionConfig:
+		return e.Status == 0
+	}
+	return false
+}
 
 // EnableRefresh installs the built-in refresher, which Get uses: see
 // RefreshConfig and the package documentation. It replaces a RefreshFunc
@@ -520,13 +545,11 @@ type tokenRequest struct {
 // *RefreshError.
 func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, error) {
 	p := tq.provider
-	endpoint, err := integrations.Interpolate(tq.endpoint, tq.vars)
+	tu, err := p.RenderURL(tq.endpoint, tq.vars)
 	if err != nil {
-		return nil, &RefreshError{Description: "the token URL cannot be built for this connection", Err: err}
+		return nil, tokenURLError(err, "")
 	}
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, &RefreshError{Description: "the token URL is not an absolute http(s) URL"}
-	}
+	endpoint := tu.String()
 	form := url.Values{}
 	for _, k := range slices.Sorted(maps.Keys(tq.params)) {
 		if _, own := tq.form[k]; own {
@@ -566,12 +589,12 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 	}
 	resp, err := r.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return nil, &RefreshError{Description: "the token endpoint could not be reached", Err: redactErr(err)}
+		return nil, r.unreachable(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxTokenResponseSize+1))
 	if err != nil {
-		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: redactErr(err)}
+		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response could not be read", Err: egress.Describe(err)}
 	}
 	if len(body) > MaxTokenResponseSize {
 		return nil, &RefreshError{Status: resp.StatusCode, Description: fmt.Sprintf("the token response is larger than %d bytes", MaxTokenResponseSize)}
@@ -610,6 +633,37 @@ func (r *refresher) client(ctx context.Context, c *Connection) (id, secret strin
 		return "", "", fmt.Errorf("connections: client credentials of integration %q: %w", c.IntegrationKey, err)
 	}
 	return id, secret, nil
+}
+
+// tokenURLError is the *RefreshError of a token URL that cannot be built:
+// a connection config value that cannot be used where the template puts
+// it (code invalid_connection_config: nothing is sent, wherever the value
+// came from), a missing one, or a template that makes no http(s) URL.
+func tokenURLError(err error, hint string) *RefreshError {
+	var ue *integrations.UnsafeValueError
+	var mv *integrations.MissingValueError
+	switch {
+	case errors.As(err, &ue):
+		return &RefreshError{Code: CodeInvalidConnectionConfig, Err: err,
+			Description: fmt.Sprintf("the connection config %s cannot be used in the token URL: it %s", ue.Key, ue.Reason)}
+	case errors.As(err, &mv):
+		return &RefreshError{Description: strings.TrimSpace("the token URL cannot be built for this connection " + hint), Err: err}
+	}
+	return &RefreshError{Description: "the token URL is not an absolute http(s) URL", Err: err}
+}
+
+// unreachable is the *RefreshError of a token request that got no answer:
+// the address policy refused the provider's address
+// (egress.CodeAddressNotAllowed) or it could not be reached
+// (egress.CodeUnreachable). It says nothing more, so that neither the
+// caller nor the operations log learns an address, a port or a dial error;
+// the host's Logger gets the cause.
+func (r *refresher) unreachable(ctx context.Context, err error) *RefreshError {
+	f := egress.Describe(err)
+	if r.cfg.Logger != nil {
+		r.cfg.Logger.WarnContext(ctx, "a token request got no answer", "code", f.Code, "err", redactErr(err))
+	}
+	return &RefreshError{Code: f.Code, Description: f.Message, Err: f}
 }
 
 // redactErr drops the URL from an *url.Error: a token URL built from
@@ -824,11 +878,14 @@ func (r *refresher) failedError(c *Connection, re *RefreshError) error {
 	var cause error
 	if re != nil {
 		cause = re
-		if re.Status != 0 {
+		switch {
+		case re.Status != 0:
 			payload["provider_status"] = re.Status
-		}
-		if re.Code != "" {
-			payload["provider_error"] = re.Code
+			if re.Code != "" {
+				payload["provider_error"] = re.Code
+			}
+		case re.Code != "":
+			payload["error"] = re.Code // the provider was not called
 		}
 		msg = "Refreshing the access token failed: " + re.summary() + "."
 	}

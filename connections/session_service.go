@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
@@ -81,9 +82,17 @@ type SessionsConfig struct {
 	// CheckTimeout bounds a credential check and a client-credentials token
 	// request. Defaults to DefaultCheckTimeout.
 	CheckTimeout time.Duration
-	// HTTPClient sends credential checks and client-credentials token
-	// requests. Defaults to a client of its own that follows redirects only
-	// to the same origin (so credentials never travel to another host).
+	// Policy is the outbound address policy of the default HTTPClient: the
+	// zero Policy refuses loopback, private and every other special
+	// address (see package egress).
+	Policy egress.Policy
+	// HTTPClient sends credential checks and the token requests of the
+	// flows (code exchange, client credentials, OAuth 1, app
+	// installations). Defaults to a client of its own that enforces Policy
+	// at dial time and follows redirects only to the same origin (so
+	// credentials never travel to another host). A client set here
+	// replaces Policy: its transport must enforce an address policy itself
+	// (build it on egress.NewTransport).
 	HTTPClient *http.Client
 	// MaxBody limits request bodies of the public routes; 0 means
 	// httpapi.DefaultMaxBody.
@@ -157,25 +166,24 @@ func NewSessions(conns *Service, cfg SessionsConfig) (*Sessions, error) {
 		cfg.FlowTTL = DefaultFlowTTL
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = newCheckClient(cfg.CheckTimeout)
+		cfg.HTTPClient = newCheckClient(cfg.CheckTimeout, cfg.Policy)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ss := &Sessions{conns: conns, cfg: cfg}
-	rc := RefreshConfig{Timeout: cfg.CheckTimeout, HTTPClient: cfg.HTTPClient}
+	rc := RefreshConfig{Timeout: cfg.CheckTimeout, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger}
 	rc.applyDefaults()
 	ss.cc = &refresher{s: conns, cfg: rc}
 	return ss, nil
 }
 
 // newCheckClient returns the default client of credential checks: its own
-// connection pool, the timeout, and redirects followed only within the
-// same origin, at most 5.
-func newCheckClient(timeout time.Duration) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+// connection pool whose dials the policy checks, the timeout, and
+// redirects followed only within the same origin, at most 5.
+func newCheckClient(timeout time.Duration, policy egress.Policy) *http.Client {
 	return &http.Client{
-		Transport: tr,
+		Transport: egress.NewTransport(policy),
 		Timeout:   timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 || req.URL.Scheme != via[0].URL.Scheme || req.URL.Host != via[0].URL.Host {

@@ -92,6 +92,10 @@ func TestConnectUIBrowser(t *testing.T) {
 	port := freePort(t)
 	host := "http://127.0.0.1:" + port
 	srv := startServer(ctx, t, bin, []string{
+		// The fake provider and webhook receiver listen on 127.0.0.1:
+		// provider calls may reach private networks here (webhooks may on
+		// the reference server by default).
+		"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true",
 		"PORT=" + port,
 		"DATABASE_URL=" + dbURL,
 		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),

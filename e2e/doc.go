@@ -11,12 +11,14 @@
 // 10 seconds, and drops the database. For the proxy tests (e2e/node/proxy.test.mjs) it also
 // starts two fake provider APIs (upstream_test.go), passes their URLs to node as
 // NANGO_E2E_UPSTREAM_URL and NANGO_E2E_UPSTREAM2_URL, gives the server a providers file whose
-// base URLs point at them (CONNECT_PROVIDERS_FILE) and CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true,
-// and checks afterwards that the server's API key never reached them.
+// base URLs point at them (CONNECT_PROVIDERS_FILE) and CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true
+// (the older name of CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS), and checks afterwards that the
+// server's API key never reached them.
 //
 // TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs the same way, with
 // playwright-core driving headless Chromium (Debian's chromium, or CHROMIUM_PATH; --no-sandbox
-// when root). Around the reference server it starts, as httptest servers: a fake OAuth 2
+// when root). Around the reference server it starts (with
+// CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true), as httptest servers: a fake OAuth 2
 // provider (an authorize endpoint that redirects straight back with a code and the state, and a
 // token endpoint that checks the client, the redirect URI, the code's single use and PKCE) with
 // an API-key check endpoint, registered through CONNECT_PROVIDERS_FILE; the host's webhook

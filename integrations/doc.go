@@ -18,7 +18,14 @@
 // Strings that vary per connection are templates, kept as written in the
 // data: ${connectionConfig.subdomain}, ${credentials.username}, ${apiKey},
 // ${accessToken}, ${clientId}, with "A || B" meaning "B when A cannot be
-// resolved". [Interpolate] resolves them for one connection.
+// resolved". [Interpolate] resolves them for one connection. URL templates
+// are built with [Provider.RenderURL] instead, which checks every value at
+// the position it takes (a host label, the whole origin, a path segment,
+// the query) so that no value moves the request to another host:
+// [Provider.CheckURLValues] runs the same checks on connection config
+// before it is stored, and [Provider.SecretHostKeys] names the keys that
+// decide the host of a URL carrying the integration's secrets.
+// [FieldSpec.CheckValue] checks an end user's value against its field.
 //
 // # The catalogue
 //

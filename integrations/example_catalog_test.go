@@ -89,3 +89,22 @@ acme-mcp:
 	// skipped: integrations: provider "acme-mcp": auth_mode: unknown auth mode "MCP_OAUTH2"
 	// Acme Bearer ${apiKey}
 }
+
+// Build a provider's URL for one connection: each value stays in its place,
+// so a value that would move the request to another host is refused.
+func ExampleProvider_RenderURL() {
+	catalog, err := integrations.DefaultCatalog()
+	if err != nil {
+		log.Fatal(err)
+	}
+	zendesk, _ := catalog.Get("zendesk")
+	for _, sub := range []string{"acme", "evil.example/x?"} {
+		u, err := zendesk.RenderURL(zendesk.TokenURL, integrations.TemplateVars{
+			ConnectionConfig: map[string]string{"subdomain": sub},
+		})
+		fmt.Println(u, err)
+	}
+	// Output:
+	// https://acme.zendesk.com/oauth/tokens <nil>
+	// <nil> integrations: the value of ${connectionConfig.subdomain} cannot be used in the host of the URL: must be part of a host name: letters, digits, '-' and '.' only (no '@', '/', ':', '?', '#', '\', '%' or port)
+}

@@ -264,26 +264,46 @@ func (c *call) computeBaseURL() (*url.URL, error) {
 			return nil, store.Invalid(CodeMissingBaseURL, fmt.Sprintf(
 				"The provider %s has no base URL; send Base-Url-Override (baseUrlOverride).", t.Provider.Name))
 		}
-		var err error
-		raw, err = integrations.Interpolate(t.Provider.Proxy.BaseURL, vars(t))
+		// Rendered safely: a connection config value, stored ones
+		// included, cannot pick the host that receives the credentials.
+		u, err := t.Provider.RenderURL(t.Provider.Proxy.BaseURL, vars(t))
 		if err != nil {
-			var mv *integrations.MissingValueError
-			if errors.As(err, &mv) {
-				var fe []store.FieldError
-				for _, n := range mv.Names {
-					fe = append(fe, store.FieldError{Code: "required", Message: "is required", Path: strings.Split(n, ".")})
-				}
-				return nil, store.Invalid(CodeMissingConfig, fmt.Sprintf(
-					"The provider's base URL needs %s, which the connection lacks.", strings.Join(mv.Names, ", ")), fe...)
-			}
-			return nil, store.Invalid(CodeMissingBaseURL, "The provider's base URL template is malformed.")
+			return nil, baseURLError(err)
 		}
+		raw = u.String()
 	}
 	u, err := parseBaseURL(raw)
 	if err != nil {
 		return nil, store.Invalid(CodeMissingBaseURL, "The base URL is not an absolute http or https URL.")
 	}
 	return u, nil
+}
+
+// baseURLError is the error of a provider base URL that cannot be built:
+// 400 invalid_connection_config for a connection config value that cannot
+// be used where the template puts it, missing_connection_config for a
+// missing one, missing_base_url for a template that makes no URL.
+func baseURLError(err error) error {
+	var mv *integrations.MissingValueError
+	var ue *integrations.UnsafeValueError
+	switch {
+	case errors.As(err, &ue):
+		key := ue.Key
+		if key == "" {
+			key = ue.Name
+		}
+		return store.Invalid(CodeInvalidConfig, fmt.Sprintf(
+			"The connection config %s cannot be used in the %s of the provider's base URL: it %s.", key, ue.Position, ue.Reason),
+			store.FieldError{Code: "invalid_value", Message: ue.Reason, Path: []string{"connection_config", key}})
+	case errors.As(err, &mv):
+		var fe []store.FieldError
+		for _, n := range mv.Names {
+			fe = append(fe, store.FieldError{Code: "required", Message: "is required", Path: strings.Split(n, ".")})
+		}
+		return store.Invalid(CodeMissingConfig, fmt.Sprintf(
+			"The provider's base URL needs %s, which the connection lacks.", strings.Join(mv.Names, ", ")), fe...)
+	}
+	return store.Invalid(CodeMissingBaseURL, "The provider's base URL template does not make an absolute http or https URL.")
 }
 
 // canRefresh reports whether a 401 may be cured by a refresh: OAuth 2

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/netip"
-	"strings"
 )
 
 // Transport returns an http.RoundTripper bound to one connection, for Go
@@ -57,11 +55,9 @@ func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody()
 		return nil, err
 	}
-	if a, err := netip.ParseAddr(strings.Trim(req.URL.Hostname(), "[]")); err == nil {
-		if err := t.p.cfg.Policy.Check(a); err != nil {
-			closeBody()
-			return nil, err
-		}
+	if err := t.p.cfg.Policy.CheckHost(req.URL.Hostname()); err != nil {
+		closeBody()
+		return nil, err
 	}
 	out := req.Clone(context.WithValue(ctx, callKey{}, c))
 	switch {

@@ -32,7 +32,9 @@
 // Compressed bodies pass through unless Decompress is true (or the
 // provider's catalogue entry says decompress). The proxy's own failures
 // use the standard error body {"error":{"code","message"}}: 400
-// invalid_headers for malformed option headers, 403
+// invalid_headers for malformed option headers, 400
+// invalid_connection_config and missing_connection_config for a base URL
+// that cannot be built, 403
 // upstream_address_refused, 502 upstream_error, 504 upstream_timeout.
 //
 // # Retries and refresh
@@ -52,8 +54,14 @@
 //
 // # Safety
 //
-// Upstream connections are checked at dial time, after DNS resolution,
-// by a net.Dialer Control hook ([NewTransport]): loopback, private,
-// link-local and cloud metadata addresses are refused unless the
-// [Policy] allows them, so DNS rebinding cannot bypass the check.
+// Upstream connections follow the service's outbound address [Policy]
+// (package egress), checked at dial time, after DNS resolution, by a
+// net.Dialer Control hook ([NewTransport]): loopback, private, link-local,
+// metadata and the other special-purpose addresses are refused unless the
+// Policy allows them (metadata never), so neither DNS rebinding nor a
+// redirect bypasses the check. The answers (403 upstream_address_refused,
+// 502 upstream_error, 504 upstream_timeout) never name an address, a port
+// or a dial error. The provider's base URL is built with
+// integrations.Provider.RenderURL: a connection config value that would
+// move it to another host is 400 invalid_connection_config.
 package proxy

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -100,51 +99,6 @@ func TestParseResetAt(t *testing.T) {
 		got, ok := ParseResetAt(tc.in, now)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("ParseResetAt(%q) = %v %v, want %v %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestPolicy(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		addr  string
-		class string
-	}{
-		{"8.8.8.8", ""},
-		{"2606:4700::1111", ""},
-		{"127.0.0.1", "loopback"},
-		{"127.8.9.10", "loopback"},
-		{"::1", "loopback"},
-		{"::ffff:127.0.0.1", "loopback"},
-		{"10.0.0.1", "private"},
-		{"172.16.5.4", "private"},
-		{"192.168.1.1", "private"},
-		{"100.64.0.1", "private"},
-		{"fd12::1", "private"},
-		{"169.254.1.1", "link-local"},
-		{"fe80::1", "link-local"},
-		{"169.254.169.254", "metadata"},
-		{"fd00:ec2::254", "metadata"},
-		{"100.100.100.200", "metadata"},
-		{"0.0.0.0", "unspecified"},
-		{"::", "unspecified"},
-		{"2002:7f00:1::", "loopback"}, // 6to4 of 127.0.0.1
-	} {
-		a := netip.MustParseAddr(tc.addr)
-		if got := classify(a); got != tc.class {
-			t.Errorf("classify(%s) = %q, want %q", tc.addr, got, tc.class)
-		}
-		def := Policy{}.Check(a)
-		if (def == nil) != (tc.class == "") {
-			t.Errorf("default policy on %s: %v", tc.addr, def)
-		}
-		loop := Policy{AllowLoopback: true}.Check(a)
-		if (loop == nil) != (tc.class == "" || tc.class == "loopback") {
-			t.Errorf("AllowLoopback on %s: %v", tc.addr, loop)
-		}
-		priv := Policy{AllowPrivateNetworks: true}.Check(a)
-		if (priv == nil) != (tc.class != "metadata" && tc.class != "unspecified") {
-			t.Errorf("AllowPrivateNetworks on %s: %v", tc.addr, priv)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -97,8 +96,10 @@ func (f SourceFunc) Target(ctx context.Context, environmentID int64, integration
 type Config struct {
 	// Source finds connections and their credentials. Required.
 	Source Source
-	// Policy says which upstream addresses may be reached; by default
-	// loopback, private, link-local and metadata addresses are refused.
+	// Policy says which upstream addresses may be reached (package
+	// egress): by default only public ones (loopback, private, link-local,
+	// metadata and the other special-purpose addresses are refused).
+	// connect.New sets it from connect.Config.Egress.
 	Policy Policy
 	// Transport sends upstream requests. Defaults to NewTransport(Policy).
 	// A Transport set here must enforce an address policy itself, as
@@ -324,12 +325,13 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 // writeError writes one of our own errors; upstream failures are mapped
 // to 4xx and 5xx statuses first. The body never holds a secret.
 func (p *Proxy) writeError(w http.ResponseWriter, r *http.Request, c *call, err error) {
-	err = p.mapError(c, err)
-	status, _ := httpapi.Resolve(err)
-	if status >= 500 && r.Context().Err() == nil {
-		p.cfg.Logger.WarnContext(r.Context(), "proxy call failed", "status", status, "err", err)
+	mapped := p.mapError(c, err)
+	status, _ := httpapi.Resolve(mapped)
+	if (status >= 500 || status == http.StatusForbidden) && r.Context().Err() == nil {
+		// The host's log gets the cause (the caller's answer never does).
+		p.cfg.Logger.WarnContext(r.Context(), "proxy call failed", "status", status, "err", c.redact(describe(err)))
 	}
-	httpapi.WriteError(w, r, nil, httpapi.StyleStandard, err)
+	httpapi.WriteError(w, r, nil, httpapi.StyleStandard, mapped)
 }
 
 var errResponseTooLarge = errors.New("proxy: upstream response too large")
@@ -352,8 +354,10 @@ func (p *Proxy) mapError(c *call, err error) error {
 	case errors.As(err, &src):
 		return src.err
 	case errors.As(err, &ae):
+		// Neither the address nor its class: the answer must not help
+		// anyone map a network.
 		return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
-			"The upstream address %s is %s; the proxy's network policy refuses it.", ae.Addr, ae.Class))
+			"The network policy refused the upstream: address not allowed."))
 	case errors.As(err, &mbe):
 		return httpapi.WithStatus(http.StatusRequestEntityTooLarge, store.Invalid("payload_too_large",
 			fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)))
@@ -365,10 +369,10 @@ func (p *Proxy) mapError(c *call, err error) error {
 	case errors.Is(err, context.Canceled):
 		return httpapi.WithStatus(http.StatusServiceUnavailable, store.Invalid("request_cancelled", "The request was cancelled."))
 	case isTimeout(err):
-		return httpapi.WithStatus(http.StatusGatewayTimeout, store.Invalid(CodeUpstreamTimeout, "The upstream did not answer in time."))
+		return httpapi.WithStatus(http.StatusGatewayTimeout, store.Invalid(CodeUpstreamTimeout, "The upstream did not answer in time: could not reach the provider."))
 	}
-	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError,
-		"The upstream could not be reached: "+c.redact(describe(err))+"."))
+	// Not the dial error: it would tell an open port from a closed one.
+	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError, "The upstream failed: could not reach the provider."))
 }
 
 // Error codes of the proxy's own failures.
@@ -378,6 +382,7 @@ const (
 	CodeUpstreamTimeout    = "upstream_timeout"
 	CodeMissingBaseURL     = "missing_base_url"
 	CodeMissingConfig      = "missing_connection_config"
+	CodeInvalidConfig      = "invalid_connection_config"
 	CodeUnsupportedSigning = "unsupported_signature_method"
 )
 
@@ -544,10 +549,8 @@ func (p *Proxy) prepare(ctx context.Context, envID int64, key, id string, opts O
 	if err != nil {
 		return c, nil, err
 	}
-	if a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
-		if err := p.cfg.Policy.Check(a); err != nil {
-			return c, nil, err
-		}
+	if err := p.cfg.Policy.CheckHost(u.Hostname()); err != nil {
+		return c, nil, err
 	}
 	if !validMethod(method) {
 		return c, nil, store.Invalid("invalid_method", "The method is not a valid HTTP method.")

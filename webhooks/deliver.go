@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -59,9 +60,17 @@ type DeliveryConfig struct {
 	// just finishing, and retries scheduled by another process. Defaults
 	// to 1 second; each look is one indexed query.
 	PollInterval time.Duration
-	// Client sends the POSTs. Defaults to a client that follows no
-	// redirects (a redirect is a failed attempt). Timeout applies to every
-	// client.
+	// Policy is the outbound address policy of the default Client. Webhook
+	// URLs are set by an environment's API-key holders, so the zero Policy
+	// refuses loopback, private and every other special address (see
+	// package egress); a host whose webhook receivers live on its own
+	// network allows them here.
+	Policy egress.Policy
+	// Client sends the POSTs. Defaults to a client that enforces Policy at
+	// dial time and follows no redirects (a redirect is a failed attempt).
+	// A client set here replaces Policy: its transport must enforce an
+	// address policy itself (build it on egress.NewTransport). Timeout
+	// applies to every client.
 	Client *http.Client
 }
 
@@ -105,7 +114,7 @@ func (c DeliveryConfig) withDefaults() DeliveryConfig {
 		c.PollInterval = DefaultPollInterval
 	}
 	if c.Client == nil {
-		c.Client = defaultClient()
+		c.Client = defaultClient(c.Policy)
 	}
 	return c
 }
@@ -118,8 +127,8 @@ const idleConnsPerHost = 256
 
 // defaultClient returns the client of a DeliveryConfig without one: it
 // follows no redirects and keeps connections to receivers alive.
-func defaultClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+func defaultClient(policy egress.Policy) *http.Client {
+	t := egress.NewTransport(policy)
 	t.MaxIdleConns = 0 // no global cap; per host below
 	t.MaxIdleConnsPerHost = idleConnsPerHost
 	t.IdleConnTimeout = 90 * time.Second
@@ -642,19 +651,17 @@ func (d *Deliverer) attempt(ctx context.Context, del *Delivery, key string) atte
 }
 
 // describe turns a client error into a message without the URL (which may
-// hold credentials) and without request headers.
+// hold credentials), the address, the port or the dial error (which would
+// let whoever reads the log tell an open port from a closed one):
+// "address not allowed", a timeout, or "could not reach the receiver".
 func describe(actx context.Context, err error, timeout time.Duration) string {
-	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+	switch {
+	case egress.AddressNotAllowed(err):
+		return egress.MessageAddressNotAllowed
+	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		return "timeout after " + timeout.String()
 	}
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		err = ue.Err
-	}
-	msg := err.Error()
-	if len(msg) > 200 {
-		msg = msg[:200]
-	}
-	return strings.ToValidUTF8(msg, "")
+	return "could not reach the receiver"
 }
 
 // cleanExcerpt returns at most excerptBytes of a response body as valid

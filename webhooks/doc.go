@@ -48,4 +48,12 @@
 //	body, _ := io.ReadAll(r.Body)
 //	err := webhooks.Verify(r.Header, body, signingKey, &webhooks.VerifyOptions{Tolerance: 5 * time.Minute})
 //	if err != nil { http.Error(w, "bad signature", http.StatusUnauthorized); return }
+//
+// # Address policy
+//
+// Webhook URLs are set by an environment's API-key holders, so the
+// default client follows DeliveryConfig.Policy (package egress), checked
+// at dial time: the zero Policy reaches only public addresses. An attempt
+// that cannot be sent is recorded as "address not allowed", "could not
+// reach the receiver" or a timeout, never with the dial error.
 package webhooks

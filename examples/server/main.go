@@ -24,6 +24,7 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
@@ -70,15 +71,8 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 			return fmt.Errorf("CONNECT_RATE_LIMIT %q is not an integer", v)
 		}
 	}
-	// The proxy refuses upstreams on loopback, private and link-local
-	// addresses unless CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true (cloud
-	// metadata addresses stay refused).
-	switch v := getenv("CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS"); v {
-	case "", "false":
-	case "true":
-		cfg.Proxy.Policy.AllowPrivateNetworks = true
-	default:
-		return fmt.Errorf("CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS %q must be true or false", v)
+	if cfg.Egress, cfg.Webhooks.Policy, err = networkPolicies(getenv); err != nil {
+		return err
 	}
 	if v := getenv("CONNECT_RATE_LIMIT_WINDOW"); v != "" {
 		if cfg.RateLimitWindow, err = time.ParseDuration(v); err != nil || cfg.RateLimitWindow < time.Second || cfg.RateLimitWindow%time.Second != 0 {
@@ -193,6 +187,48 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return svc.Stop(shutdownCtx)
+}
+
+// networkPolicies reads the outbound address policies. Provider calls
+// (proxy, token and refresh requests, credential checks) reach only public
+// addresses unless CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true (or its
+// older name CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS): end users choose parts
+// of those URLs. Webhook URLs are set by the API-key holders of the
+// environments, which on this server are the operator's: they may reach
+// private networks unless CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS=false.
+// Cloud metadata, link-local and the other special addresses stay refused
+// either way.
+func networkPolicies(getenv func(string) string) (providers, webhooks egress.Policy, err error) {
+	flag := func(name string, def bool) (bool, error) {
+		switch v := getenv(name); v {
+		case "":
+			return def, nil
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		default:
+			return false, fmt.Errorf("%s %q must be true or false", name, v)
+		}
+	}
+	p, err := flag("CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS", false)
+	if err != nil {
+		return providers, webhooks, err
+	}
+	old, err := flag("CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS", false)
+	if err != nil {
+		return providers, webhooks, err
+	}
+	if getenv("CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS") != "" && getenv("CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS") != "" && p != old {
+		return providers, webhooks, errors.New("CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS and its older name CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS disagree: set one")
+	}
+	providers.AllowPrivateNetworks = p || old
+	w, err := flag("CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS", true)
+	if err != nil {
+		return providers, webhooks, err
+	}
+	webhooks.AllowPrivateNetworks = w
+	return providers, webhooks, nil
 }
 
 // connectUIURL is where connect links point (see connect.Config.ConnectUIURL).

@@ -132,6 +132,9 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"short api key":     {"CONNECT_API_KEY": "short"},
 		"bad public url":    {"CONNECT_PUBLIC_URL": "nope"},
 		"bad proxy policy":  {"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "yes"},
+		"bad provider flag": {"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "1"},
+		"bad webhook flag":  {"CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "no"},
+		"flags disagree":    {"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "true", "CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "false"},
 	} {
 		vars["PORT"] = map[bool]string{true: vars["PORT"], false: freePort(t)}[vars["PORT"] != ""]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -141,6 +144,30 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			t.Errorf("%s: run succeeded", name)
 		} else if testing.Verbose() {
 			fmt.Println(name+":", err)
+		}
+	}
+}
+
+func TestNetworkPolicies(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		vars             map[string]string
+		providers, hooks bool
+	}{
+		"defaults":          {map[string]string{}, false, true},
+		"providers":         {map[string]string{"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "true"}, true, true},
+		"older name":        {map[string]string{"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "true"}, true, true},
+		"both names agree":  {map[string]string{"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "true", "CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "true"}, true, true},
+		"webhooks public":   {map[string]string{"CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "false"}, false, false},
+		"explicit defaults": {map[string]string{"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "false", "CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}, false, true},
+	} {
+		p, w, err := networkPolicies(envFunc(tc.vars))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if p.AllowPrivateNetworks != tc.providers || w.AllowPrivateNetworks != tc.hooks || p.AllowLoopback || w.AllowLoopback {
+			t.Errorf("%s: providers %+v, webhooks %+v", name, p, w)
 		}
 	}
 }
