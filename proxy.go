@@ -111,7 +111,7 @@ func (s *Service) proxyTarget(ctx context.Context, envID int64, key, id string, 
 		}
 		if it.Credentials != nil {
 			t.ClientID, t.ClientSecret = it.Credentials.ClientID, it.Credentials.ClientSecret
-			if p.AuthMode == connections.AuthModeOAuth1 && strings.EqualFold(p.SignatureMethod, "RSA-SHA1") {
+			if p.AuthMode == integrations.AuthModeOAuth1 && strings.EqualFold(p.SignatureMethod, "RSA-SHA1") {
 				t.PrivateKey = it.Credentials.PrivateKey
 			}
 		}
@@ -135,7 +135,7 @@ func (s *Service) refreshThreshold(p *integrations.Provider) time.Duration {
 // needsClient reports whether calls need the integration's OAuth client:
 // OAuth 1 and TBA sign with it, and templates may use it.
 func needsClient(p *integrations.Provider, c *connections.Connection) bool {
-	if c.AuthMode == connections.AuthModeOAuth1 || c.AuthMode == connections.AuthModeTBA {
+	if c.AuthMode == integrations.AuthModeOAuth1 || c.AuthMode == integrations.AuthModeTBA {
 		return true
 	}
 	if p.Proxy == nil {

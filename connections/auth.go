@@ -41,8 +41,8 @@ const (
 type AuthorizeInput struct {
 	// IntegrationKey is the integration to connect.
 	IntegrationKey string
-	// Mode is the auth mode of the call: AuthModeAPIKey, AuthModeBasic,
-	// AuthModeOAuth2CC or AuthModeNone. It must match the integration's
+	// Mode is the auth mode of the call: integrations.AuthModeAPIKey, integrations.AuthModeBasic,
+	// integrations.AuthModeOAuth2CC or integrations.AuthModeNone. It must match the integration's
 	// provider.
 	Mode string
 	// ConnectionID is the connection id the client asked for. A connect
@@ -129,9 +129,9 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 		op = webhooks.OperationOverride
 	}
 	switch in.Mode {
-	case AuthModeAPIKey, AuthModeBasic:
+	case integrations.AuthModeAPIKey, integrations.AuthModeBasic:
 		err = ss.verify(ctx, p, creds, cfg)
-	case AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2CC:
 		var tokenConfig map[string]any
 		creds, tokenConfig, err = ss.clientCredentials(ctx, p, creds, cfg)
 		for k, v := range tokenConfig {
@@ -152,9 +152,9 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 // modeMatches reports whether an auth call of mode may connect p.
 func modeMatches(p *integrations.Provider, mode string) bool {
 	switch mode {
-	case AuthModeAPIKey, AuthModeBasic, AuthModeNone:
+	case integrations.AuthModeAPIKey, integrations.AuthModeBasic, integrations.AuthModeNone:
 		return p.AuthMode == mode
-	case AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2CC:
 		return p.UsesClientCredentials()
 	}
 	return false
@@ -236,17 +236,17 @@ func authCredentials(p *integrations.Provider, in AuthorizeInput) (*Credentials,
 	var fields map[string]string
 	var required []string
 	switch in.Mode {
-	case AuthModeAPIKey:
+	case integrations.AuthModeAPIKey:
 		fields = map[string]string{"apiKey": c.APIKey}
 		required = []string{"apiKey"}
-	case AuthModeBasic:
+	case integrations.AuthModeBasic:
 		fields = map[string]string{"username": c.Username, "password": c.Password}
 		required = []string{"username"}
-	case AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2CC:
 		fields = map[string]string{"client_id": c.ClientID, "client_secret": c.ClientSecret}
 		required = []string{"client_id", "client_secret"}
-	case AuthModeNone:
-		return &Credentials{Type: AuthModeNone}, nil
+	case integrations.AuthModeNone:
+		return &Credentials{Type: integrations.AuthModeNone}, nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Credentials)) {
 		if _, known := fields[k]; known && !p.Credentials[k].Optional && !p.Credentials[k].Automated && !slices.Contains(required, k) {
@@ -290,9 +290,9 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 	vf := p.Proxy.Verification
 	vars := integrations.TemplateVars{ConnectionConfig: cfg, APIKey: creds.APIKey, Credentials: map[string]string{}}
 	switch creds.Type {
-	case AuthModeAPIKey:
+	case integrations.AuthModeAPIKey:
 		vars.Credentials["apiKey"] = creds.APIKey
-	case AuthModeBasic:
+	case integrations.AuthModeBasic:
 		vars.Credentials["username"], vars.Credentials["password"] = creds.Username, creds.Password
 	}
 	baseTmpl := vf.BaseURLOverride
@@ -317,7 +317,7 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 			header.Set(k, v)
 		}
 	}
-	if creds.Type == AuthModeBasic && header.Get("Authorization") == "" {
+	if creds.Type == integrations.AuthModeBasic && header.Get("Authorization") == "" {
 		header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(creds.Username+":"+creds.Password)))
 	}
 	query := url.Values{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
 )
 
@@ -73,22 +74,22 @@ func TestImportCredentialsRules(t *testing.T) {
 		in   ImportInput
 		want *Credentials // nil: an ErrInvalid error
 	}{
-		{"oauth2 expires_in", AuthModeOAuth2, ImportInput{AccessToken: "a", RefreshToken: "r", ExpiresIn: n(60)},
+		{"oauth2 expires_in", integrations.AuthModeOAuth2, ImportInput{AccessToken: "a", RefreshToken: "r", ExpiresIn: n(60)},
 			&Credentials{Type: "OAUTH2", AccessToken: "a", RefreshToken: "r", ExpiresAt: ptr(now.Add(time.Minute)), ObtainedAt: ptr(now),
 				Raw: map[string]any{"access_token": "a", "refresh_token": "r", "expires_at": "2026-01-01T00:01:00Z"}}},
-		{"oauth2 no expiry", AuthModeOAuth2, ImportInput{AccessToken: "a"}, nil},
-		{"oauth2 no token", AuthModeOAuth2, ImportInput{NoExpiration: true}, nil},
-		{"oauth2 override", AuthModeOAuth2, ImportInput{AccessToken: "a", NoExpiration: true, OAuthClientIDOverride: "id", OAuthClientSecretOverride: "sec"},
+		{"oauth2 no expiry", integrations.AuthModeOAuth2, ImportInput{AccessToken: "a"}, nil},
+		{"oauth2 no token", integrations.AuthModeOAuth2, ImportInput{NoExpiration: true}, nil},
+		{"oauth2 override", integrations.AuthModeOAuth2, ImportInput{AccessToken: "a", NoExpiration: true, OAuthClientIDOverride: "id", OAuthClientSecretOverride: "sec"},
 			&Credentials{Type: "OAUTH2", AccessToken: "a", Raw: map[string]any{"access_token": "a"}, ConfigOverride: &ConfigOverride{ClientID: "id", ClientSecret: "sec"}}},
-		{"oauth1", AuthModeOAuth1, ImportInput{OAuthToken: "t", OAuthTokenSecret: "s"}, &Credentials{Type: "OAUTH1", OAuthToken: "t", OAuthTokenSecret: "s"}},
-		{"oauth1 no secret", AuthModeOAuth1, ImportInput{OAuthToken: "t"}, nil},
-		{"basic", AuthModeBasic, ImportInput{Username: s("u"), Password: s("")}, &Credentials{Type: "BASIC", Username: "u"}},
-		{"basic no password", AuthModeBasic, ImportInput{Username: s("u")}, nil},
-		{"api key", AuthModeAPIKey, ImportInput{APIKey: "k"}, &Credentials{Type: "API_KEY", APIKey: "k"}},
-		{"api key missing", AuthModeAPIKey, ImportInput{}, nil},
-		{"nested", AuthModeAPIKey, ImportInput{Credentials: &Credentials{APIKey: "k"}}, &Credentials{Type: "API_KEY", APIKey: "k"}},
-		{"nested mismatch", AuthModeAPIKey, ImportInput{Credentials: &Credentials{Type: "BASIC", Username: "u"}}, nil},
-		{"client credentials", AuthModeOAuth2CC, ImportInput{OAuthClientIDOverride: "id", OAuthClientSecretOverride: "s", AccessToken: "tok"},
+		{"oauth1", integrations.AuthModeOAuth1, ImportInput{OAuthToken: "t", OAuthTokenSecret: "s"}, &Credentials{Type: "OAUTH1", OAuthToken: "t", OAuthTokenSecret: "s"}},
+		{"oauth1 no secret", integrations.AuthModeOAuth1, ImportInput{OAuthToken: "t"}, nil},
+		{"basic", integrations.AuthModeBasic, ImportInput{Username: s("u"), Password: s("")}, &Credentials{Type: "BASIC", Username: "u"}},
+		{"basic no password", integrations.AuthModeBasic, ImportInput{Username: s("u")}, nil},
+		{"api key", integrations.AuthModeAPIKey, ImportInput{APIKey: "k"}, &Credentials{Type: "API_KEY", APIKey: "k"}},
+		{"api key missing", integrations.AuthModeAPIKey, ImportInput{}, nil},
+		{"nested", integrations.AuthModeAPIKey, ImportInput{Credentials: &Credentials{APIKey: "k"}}, &Credentials{Type: "API_KEY", APIKey: "k"}},
+		{"nested mismatch", integrations.AuthModeAPIKey, ImportInput{Credentials: &Credentials{Type: "BASIC", Username: "u"}}, nil},
+		{"client credentials", integrations.AuthModeOAuth2CC, ImportInput{OAuthClientIDOverride: "id", OAuthClientSecretOverride: "s", AccessToken: "tok"},
 			&Credentials{Type: "OAUTH2_CC", Token: "tok", ClientID: "id", ClientSecret: "s"}},
 		{"unknown mode", "TWO_STEP", ImportInput{}, nil},
 	} {
@@ -139,7 +140,7 @@ func FuzzImportBody(f *testing.F) {
 		if json.Unmarshal([]byte(body), &in) != nil {
 			return
 		}
-		for _, mode := range []string{AuthModeOAuth2, AuthModeOAuth1, AuthModeOAuth2CC, AuthModeAPIKey, AuthModeBasic, AuthModeApp, AuthModeNone, AuthModeTBA, "X"} {
+		for _, mode := range []string{integrations.AuthModeOAuth2, integrations.AuthModeOAuth1, integrations.AuthModeOAuth2CC, integrations.AuthModeAPIKey, integrations.AuthModeBasic, integrations.AuthModeApp, integrations.AuthModeNone, integrations.AuthModeTBA, "X"} {
 			c, err := importCredentials(mode, &in, time.Now())
 			if err != nil && !errors.Is(err, store.ErrInvalid) {
 				t.Fatalf("%s: %v is not ErrInvalid", mode, err)

@@ -2,19 +2,9 @@ package connections
 
 import "time"
 
-// Auth modes of connection credentials.
-const (
-	AuthModeOAuth2   = "OAUTH2"
-	AuthModeOAuth1   = "OAUTH1"
-	AuthModeOAuth2CC = "OAUTH2_CC"
-	AuthModeAPIKey   = "API_KEY"
-	AuthModeBasic    = "BASIC"
-	AuthModeApp      = "APP"
-	AuthModeTBA      = "TBA"
-	AuthModeNone     = "NONE"
-)
-
-// Credentials are a connection's secrets. Type selects which fields are
+// Credentials are a connection's secrets. Type, one of the auth modes of
+// package integrations (integrations.AuthModeOAuth2 and the others: one set
+// of constants serves providers and credentials), selects which fields are
 // meaningful:
 //
 //   - OAUTH2: AccessToken, RefreshToken, ExpiresAt, ObtainedAt, Raw, ConfigOverride

@@ -3,6 +3,8 @@ package connections
 import (
 	"testing"
 	"time"
+
+	"github.com/embedauth/connect/integrations"
 )
 
 // TestRefreshDue: the rule of reads and of the proxy. A token is due when
@@ -14,7 +16,7 @@ func TestRefreshDue(t *testing.T) {
 	const threshold = 15 * time.Minute
 	token := func(obtained *time.Time, life time.Duration) *Credentials {
 		exp := t0.Add(life)
-		return &Credentials{Type: AuthModeOAuth2, AccessToken: "at", RefreshToken: "rt", ExpiresAt: &exp, ObtainedAt: obtained}
+		return &Credentials{Type: integrations.AuthModeOAuth2, AccessToken: "at", RefreshToken: "rt", ExpiresAt: &exp, ObtainedAt: obtained}
 	}
 	five := token(&t0, 5*time.Minute)
 	hour := token(&t0, time.Hour)
@@ -35,8 +37,8 @@ func TestRefreshDue(t *testing.T) {
 		{"unknown lifetime within the threshold", unknown, 0, true},
 		{"unknown lifetime outside the threshold", token(nil, time.Hour), 0, false},
 		{"obtained after expiry: lifetime unknown", token(ptr(t0.Add(time.Hour)), 5*time.Minute), 0, true},
-		{"no expiry", &Credentials{Type: AuthModeOAuth2, AccessToken: "at", RefreshToken: "rt", ObtainedAt: &t0}, 0, false},
-		{"client credentials without a token", &Credentials{Type: AuthModeOAuth2CC, ClientID: "id", ClientSecret: "s"}, 0, true},
+		{"no expiry", &Credentials{Type: integrations.AuthModeOAuth2, AccessToken: "at", RefreshToken: "rt", ObtainedAt: &t0}, 0, false},
+		{"client credentials without a token", &Credentials{Type: integrations.AuthModeOAuth2CC, ClientID: "id", ClientSecret: "s"}, 0, true},
 		{"nil", nil, 0, false},
 	} {
 		if got := RefreshDue(tc.c, t0.Add(tc.at), threshold); got != tc.want {
@@ -54,7 +56,7 @@ func TestSweepDue(t *testing.T) {
 	const window = 20 * time.Minute
 	token := func(obtained *time.Time, life time.Duration) *Credentials {
 		exp := t0.Add(life)
-		return &Credentials{Type: AuthModeOAuth2, AccessToken: "at", RefreshToken: "rt", ExpiresAt: &exp, ObtainedAt: obtained}
+		return &Credentials{Type: integrations.AuthModeOAuth2, AccessToken: "at", RefreshToken: "rt", ExpiresAt: &exp, ObtainedAt: obtained}
 	}
 	five := token(&t0, 5*time.Minute)
 	hour := token(&t0, time.Hour)
@@ -72,7 +74,7 @@ func TestSweepDue(t *testing.T) {
 		{"30-min token: half left but younger than the window", token(&t0, 30*time.Minute), 15 * time.Minute, false},
 		{"30-min token a window old", token(&t0, 30*time.Minute), window, true},
 		{"unknown lifetime within the window", token(nil, 5*time.Minute), 0, true},
-		{"client credentials without a token", &Credentials{Type: AuthModeOAuth2CC, ClientID: "id", ClientSecret: "s"}, 0, true},
+		{"client credentials without a token", &Credentials{Type: integrations.AuthModeOAuth2CC, ClientID: "id", ClientSecret: "s"}, 0, true},
 	} {
 		if got := SweepDue(tc.c, t0.Add(tc.at), window); got != tc.want {
 			t.Errorf("%s: SweepDue = %v, want %v", tc.name, got, tc.want)
@@ -87,20 +89,20 @@ func TestObtainedAtRecorded(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC)
 	ms := now.Truncate(time.Millisecond)
 	for _, grant := range []string{GrantRefreshToken, GrantClientCredentials, GrantAppInstallation, "authorization_code"} {
-		c := mergeTokens(&Credentials{Type: AuthModeOAuth2}, &TokenResponse{AccessToken: "at", ExpiresIn: 5 * time.Minute}, grant, now)
+		c := mergeTokens(&Credentials{Type: integrations.AuthModeOAuth2}, &TokenResponse{AccessToken: "at", ExpiresIn: 5 * time.Minute}, grant, now)
 		if life, ok := c.Lifetime(); c.ObtainedAt == nil || !c.ObtainedAt.Equal(ms) || !ok || life != 5*time.Minute {
 			t.Errorf("%s: obtained %v, lifetime %v %v", grant, c.ObtainedAt, life, ok)
 		}
 	}
-	c, err := importCredentials(AuthModeOAuth2, &ImportInput{AccessToken: "a", ExpiresIn: ptr(int64(300))}, now)
+	c, err := importCredentials(integrations.AuthModeOAuth2, &ImportInput{AccessToken: "a", ExpiresIn: ptr(int64(300))}, now)
 	if life, ok := c.Lifetime(); err != nil || !ok || life != 5*time.Minute {
 		t.Errorf("import with expires_in: lifetime %v %v, %v", life, ok, err)
 	}
-	c, err = importCredentials(AuthModeOAuth2, &ImportInput{AccessToken: "a", ExpiresAt: &DateTime{Time: now.Add(time.Hour)}}, now)
+	c, err = importCredentials(integrations.AuthModeOAuth2, &ImportInput{AccessToken: "a", ExpiresAt: &DateTime{Time: now.Add(time.Hour)}}, now)
 	if err != nil || c.ObtainedAt != nil {
 		t.Errorf("import with expires_at: obtained %v, %v", c.ObtainedAt, err)
 	}
-	c, err = importCredentials(AuthModeOAuth2, &ImportInput{Credentials: &Credentials{Type: AuthModeOAuth2, AccessToken: "a",
+	c, err = importCredentials(integrations.AuthModeOAuth2, &ImportInput{Credentials: &Credentials{Type: integrations.AuthModeOAuth2, AccessToken: "a",
 		ExpiresAt: ptr(now.Add(time.Hour)), ObtainedAt: ptr(now.Add(-time.Hour))}}, now)
 	if err != nil || c.ObtainedAt != nil {
 		t.Errorf("nested credentials: obtained %v (the caller's), %v", c.ObtainedAt, err)

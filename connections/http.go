@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/store"
 )
@@ -169,7 +170,7 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 		}
 	}
 	switch c.Type {
-	case AuthModeOAuth2:
+	case integrations.AuthModeOAuth2:
 		m.AccessToken = &c.AccessToken
 		if withRefreshToken {
 			m.RefreshToken = c.RefreshToken
@@ -177,23 +178,23 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 		exp()
 		m.Raw = raw()
 		m.ConfigOverride = c.ConfigOverride
-	case AuthModeOAuth1:
+	case integrations.AuthModeOAuth1:
 		m.OAuthToken, m.OAuthTokenSecret, m.Raw = &c.OAuthToken, &c.OAuthTokenSecret, raw()
-	case AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2CC:
 		m.Token, m.ClientID, m.ClientSecret, m.Raw = &c.Token, &c.ClientID, &c.ClientSecret, raw()
 		exp()
-	case AuthModeAPIKey:
+	case integrations.AuthModeAPIKey:
 		m.APIKey = &c.APIKey
-	case AuthModeBasic:
+	case integrations.AuthModeBasic:
 		m.Username, m.Password = &c.Username, &c.Password
-	case AuthModeApp:
+	case integrations.AuthModeApp:
 		m.AccessToken, m.Raw = &c.AccessToken, raw()
 		exp()
 		m.JWTToken = c.JWTToken
-	case AuthModeTBA:
+	case integrations.AuthModeTBA:
 		m.TokenID, m.TokenSecret = &c.TokenID, &c.TokenSecret
 		m.ConfigOverride = c.ConfigOverride
-	case AuthModeNone:
+	case integrations.AuthModeNone:
 		return &APICredentialsBody{}
 	}
 	return m

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -200,19 +201,19 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		if c.Type == "" {
 			c.Type = mode
 		}
-		if mode != "" && c.Type != mode && !(mode == AuthModeOAuth2CC && c.Type == AuthModeOAuth2) {
+		if mode != "" && c.Type != mode && !(mode == integrations.AuthModeOAuth2CC && c.Type == integrations.AuthModeOAuth2) {
 			return nil, httpapi.InvalidField(fmt.Sprintf("type %s does not match the provider's auth mode %s", c.Type, mode), "credentials", "type")
 		}
 		return checkCredentials(&c)
 	}
 	switch mode {
-	case AuthModeOAuth2, AuthModeApp, "CUSTOM", "MCP_OAUTH2":
+	case integrations.AuthModeOAuth2, integrations.AuthModeApp, "CUSTOM", "MCP_OAUTH2":
 		if in.AccessToken == "" {
 			return nil, httpapi.InvalidField("is required for OAuth 2 connections", "access_token")
 		}
-		c := &Credentials{Type: AuthModeOAuth2, AccessToken: in.AccessToken, RefreshToken: in.RefreshToken}
-		if mode == AuthModeApp {
-			c.Type = AuthModeApp
+		c := &Credentials{Type: integrations.AuthModeOAuth2, AccessToken: in.AccessToken, RefreshToken: in.RefreshToken}
+		if mode == integrations.AuthModeApp {
+			c.Type = integrations.AuthModeApp
 		}
 		switch {
 		case in.ExpiresAt != nil:
@@ -245,8 +246,8 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 			c.ConfigOverride = &ConfigOverride{ClientID: in.OAuthClientIDOverride, ClientSecret: in.OAuthClientSecretOverride}
 		}
 		return checkCredentials(c)
-	case AuthModeOAuth2CC:
-		c := &Credentials{Type: AuthModeOAuth2CC, Token: in.AccessToken, ClientID: in.OAuthClientIDOverride, ClientSecret: in.OAuthClientSecretOverride}
+	case integrations.AuthModeOAuth2CC:
+		c := &Credentials{Type: integrations.AuthModeOAuth2CC, Token: in.AccessToken, ClientID: in.OAuthClientIDOverride, ClientSecret: in.OAuthClientSecretOverride}
 		if in.ExpiresAt != nil {
 			t := in.ExpiresAt.Time.Truncate(time.Millisecond)
 			c.ExpiresAt = &t
@@ -258,10 +259,10 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		}
 		c.Raw = in.Raw
 		return checkCredentials(c)
-	case AuthModeOAuth1:
-		return checkCredentials(&Credentials{Type: AuthModeOAuth1, OAuthToken: in.OAuthToken, OAuthTokenSecret: in.OAuthTokenSecret, Raw: in.Raw})
-	case AuthModeBasic:
-		c := &Credentials{Type: AuthModeBasic}
+	case integrations.AuthModeOAuth1:
+		return checkCredentials(&Credentials{Type: integrations.AuthModeOAuth1, OAuthToken: in.OAuthToken, OAuthTokenSecret: in.OAuthTokenSecret, Raw: in.Raw})
+	case integrations.AuthModeBasic:
+		c := &Credentials{Type: integrations.AuthModeBasic}
 		if in.Username == nil {
 			return nil, httpapi.InvalidField("is required for Basic connections", "username")
 		}
@@ -270,11 +271,11 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		}
 		c.Username, c.Password = *in.Username, *in.Password
 		return checkCredentials(c)
-	case AuthModeAPIKey:
-		return checkCredentials(&Credentials{Type: AuthModeAPIKey, APIKey: in.APIKey})
-	case AuthModeNone, "":
-		return &Credentials{Type: AuthModeNone}, nil
-	case AuthModeTBA:
+	case integrations.AuthModeAPIKey:
+		return checkCredentials(&Credentials{Type: integrations.AuthModeAPIKey, APIKey: in.APIKey})
+	case integrations.AuthModeNone, "":
+		return &Credentials{Type: integrations.AuthModeNone}, nil
+	case integrations.AuthModeTBA:
 		return nil, httpapi.InvalidField("TBA connections are imported with a nested credentials object {type, token_id, token_secret}", "credentials")
 	default:
 		return nil, store.Invalid("invalid_auth_mode", fmt.Sprintf("Connections of auth mode %s cannot be imported.", mode))
@@ -296,25 +297,25 @@ func checkCredentials(c *Credentials) (*Credentials, error) {
 	}
 	var err error
 	switch c.Type {
-	case AuthModeOAuth2, AuthModeApp:
+	case integrations.AuthModeOAuth2, integrations.AuthModeApp:
 		err = req(c.AccessToken, "access_token")
-	case AuthModeOAuth1:
+	case integrations.AuthModeOAuth1:
 		if err = req(c.OAuthToken, "oauth_token"); err == nil {
 			err = req(c.OAuthTokenSecret, "oauth_token_secret")
 		}
-	case AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2CC:
 		if err = req(c.ClientID, "client_id"); err == nil {
 			err = req(c.ClientSecret, "client_secret")
 		}
-	case AuthModeAPIKey:
+	case integrations.AuthModeAPIKey:
 		err = req(c.APIKey, "api_key")
-	case AuthModeBasic:
+	case integrations.AuthModeBasic:
 		err = req(c.Username, "username")
-	case AuthModeTBA:
+	case integrations.AuthModeTBA:
 		if err = req(c.TokenID, "token_id"); err == nil {
 			err = req(c.TokenSecret, "token_secret")
 		}
-	case AuthModeNone:
+	case integrations.AuthModeNone:
 	default:
 		err = store.Invalid("invalid_credentials", fmt.Sprintf("Unknown credentials type %q.", c.Type))
 	}

@@ -172,11 +172,11 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 		return nil, flowErr(FlowErrProviderConfig, "The provider %q of integration %q is not in the catalogue.", it.Provider, key)
 	}
 	switch p.AuthMode {
-	case AuthModeOAuth2, AuthModeOAuth1, AuthModeApp:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth1, integrations.AuthModeApp:
 	default:
 		return nil, flowErr(FlowErrAuthMode, "The integration %q uses the auth mode %s, which has no OAuth flow: use the matching auth call.", key, p.AuthMode)
 	}
-	if p.AuthMode == AuthModeOAuth2 && p.UsesClientCredentials() {
+	if p.AuthMode == integrations.AuthModeOAuth2 && p.UsesClientCredentials() {
 		return nil, flowErr(FlowErrAuthMode, "The integration %q uses the client-credentials grant: connect it with POST /oauth2/auth/%s.", key, key)
 	}
 	if len(in.ClientID) > 200 || strings.ContainsFunc(in.ClientID, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
@@ -206,7 +206,7 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	if err := checkPresetParams(sess.IntegrationsConfigDefaults[key], in); err != nil {
 		return nil, err
 	}
-	if p.AuthMode == AuthModeApp {
+	if p.AuthMode == integrations.AuthModeApp {
 		// The app's public page comes from the integration, not from the
 		// end user.
 		overlay["appPublicLink"] = strings.TrimRight(client.appLink, "/")
@@ -249,7 +249,7 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 
 	var state, redirect string
 	switch p.AuthMode {
-	case AuthModeOAuth1:
+	case integrations.AuthModeOAuth1:
 		state, redirect, err = ss.startOAuth1(ctx, p, client, vars, f, scopes, in.AuthorizationParams, sess)
 	default:
 		state = randomToken()
@@ -317,7 +317,7 @@ func (ss *Sessions) flowClient(sess *Session, it *integrations.Integration, p *i
 		return nil, flowErr(FlowErrURLParam, "The connect session asks the end user for their own OAuth app for %q: pass credentials[oauth_client_id_override] and credentials[oauth_client_secret_override].", in.IntegrationKey)
 	}
 	switch p.AuthMode {
-	case AuthModeApp:
+	case integrations.AuthModeApp:
 		if c.appID == "" || c.privateKey == "" || c.appLink == "" {
 			return nil, flowErr(FlowErrProviderConfig, "The integration %q needs its app credentials (app_id, app_link, private_key).", in.IntegrationKey)
 		}
@@ -369,7 +369,7 @@ func (ss *Sessions) authorizationURL(p *integrations.Provider, client *oauthClie
 		return "", flowURLError(err, p, "the authorization URL")
 	}
 	q := u.Query()
-	if p.AuthMode == AuthModeApp {
+	if p.AuthMode == integrations.AuthModeApp {
 		q.Set("state", state)
 		u.RawQuery = q.Encode()
 		return u.String(), nil
@@ -634,9 +634,9 @@ func (ss *Sessions) finish(ctx context.Context, f *OAuthFlow, state string, quer
 	}
 	var creds *Credentials
 	switch f.AuthMode {
-	case AuthModeOAuth1:
+	case integrations.AuthModeOAuth1:
 		creds, err = ss.finishOAuth1(ctx, p, client, cfg, f, query)
-	case AuthModeApp:
+	case integrations.AuthModeApp:
 		creds, err = ss.finishApp(ctx, p, client, cfg, f, query)
 	default:
 		creds, err = ss.finishOAuth2(ctx, p, client, cfg, f, query)
@@ -644,7 +644,7 @@ func (ss *Sessions) finish(ctx context.Context, f *OAuthFlow, state string, quer
 	if err != nil {
 		return nil, err
 	}
-	if client.own && creds.Type == AuthModeOAuth2 {
+	if client.own && creds.Type == integrations.AuthModeOAuth2 {
 		creds.ConfigOverride = &ConfigOverride{ClientID: client.id, ClientSecret: client.secret}
 	}
 	sess := &Session{ID: f.SessionID, EnvironmentID: f.EnvironmentID, Tags: f.Tags, WebhookURLOverride: f.WebhookURLOverride}
@@ -755,7 +755,7 @@ func (ss *Sessions) finishOAuth2(ctx context.Context, p *integrations.Provider, 
 	if err != nil {
 		return nil, tokenFlowError(err, "The provider refused the authorization")
 	}
-	creds := mergeTokens(&Credentials{Type: AuthModeOAuth2}, tr, "authorization_code", ss.conns.nowUTC())
+	creds := mergeTokens(&Credentials{Type: integrations.AuthModeOAuth2}, tr, "authorization_code", ss.conns.nowUTC())
 	if tr.Scope == "" {
 		creds.Scopes = slices.Clone(f.Scopes)
 	}

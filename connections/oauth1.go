@@ -167,7 +167,7 @@ func (ss *Sessions) finishOAuth1(ctx context.Context, p *integrations.Provider, 
 	if err != nil {
 		return nil, oauth1Error(err, "The provider refused the access token request", client, f.Secrets.RequestTokenSecret, verifier)
 	}
-	return &Credentials{Type: AuthModeOAuth1, OAuthToken: access, OAuthTokenSecret: secret, Scopes: slices.Clone(f.Scopes)}, nil
+	return &Credentials{Type: integrations.AuthModeOAuth1, OAuthToken: access, OAuthTokenSecret: secret, Scopes: slices.Clone(f.Scopes)}, nil
 }
 
 // oauth1Error turns an error of dghubble/oauth1's token requests into the

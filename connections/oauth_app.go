@@ -169,5 +169,5 @@ func (ss *Sessions) finishApp(ctx context.Context, p *integrations.Provider, cli
 		return nil, tokenFlowError(err, "The provider refused the app installation token")
 	}
 	// The app JWT is not stored: it is minted again for every token.
-	return mergeTokens(&Credentials{Type: AuthModeApp}, tr, GrantAppInstallation, ss.conns.nowUTC()), nil
+	return mergeTokens(&Credentials{Type: integrations.AuthModeApp}, tr, GrantAppInstallation, ss.conns.nowUTC()), nil
 }

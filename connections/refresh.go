@@ -241,16 +241,16 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		return ""
 	}
 	switch creds.Type {
-	case AuthModeOAuth2:
+	case integrations.AuthModeOAuth2:
 		if creds.RefreshToken != "" {
 			return GrantRefreshToken
 		}
 		if p.UsesClientCredentials() {
 			return GrantClientCredentials
 		}
-	case AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2CC:
 		return GrantClientCredentials
-	case AuthModeApp:
+	case integrations.AuthModeApp:
 		return GrantAppInstallation
 	}
 	return ""
@@ -288,7 +288,7 @@ func RefreshDue(c *Credentials, now time.Time, threshold time.Duration) bool {
 	if c == nil {
 		return false
 	}
-	if c.Type == AuthModeOAuth2CC && c.Token == "" {
+	if c.Type == integrations.AuthModeOAuth2CC && c.Token == "" {
 		return true
 	}
 	if c.ExpiresAt == nil {
@@ -315,7 +315,7 @@ func SweepDue(c *Credentials, now time.Time, window time.Duration) bool {
 	if !RefreshDue(c, now, window) {
 		return false
 	}
-	if c.Type == AuthModeOAuth2CC && c.Token == "" {
+	if c.Type == integrations.AuthModeOAuth2CC && c.Token == "" {
 		return true
 	}
 	if _, ok := c.Lifetime(); !ok {
@@ -345,7 +345,7 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 // passes a within that covers the time until its next pass).
 func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
-	case AuthModeOAuth2, AuthModeOAuth2CC, AuthModeApp:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp:
 	default:
 		return c, nil
 	}
@@ -358,7 +358,7 @@ func (r *refresher) run(ctx context.Context, c *Connection, force bool, within t
 	// that does not expire soon (or, for OAuth 2, at all) is not due. (An
 	// OAUTH2_CC connection without an expiry may hold no token yet.)
 	if !force && ((c.CredentialsExpiresAt != nil && c.CredentialsExpiresAt.After(now.Add(max(r.threshold(p), within)))) ||
-		(c.CredentialsExpiresAt == nil && c.AuthMode == AuthModeOAuth2)) {
+		(c.CredentialsExpiresAt == nil && c.AuthMode == integrations.AuthModeOAuth2)) {
 		return c, nil
 	}
 	if err := r.s.open(c); err != nil {
@@ -622,7 +622,7 @@ func (r *refresher) client(ctx context.Context, c *Connection) (id, secret strin
 	if o := creds.ConfigOverride; o != nil && o.ClientID != "" {
 		return o.ClientID, o.ClientSecret, nil
 	}
-	if creds.Type == AuthModeOAuth2CC && creds.ClientID != "" {
+	if creds.Type == integrations.AuthModeOAuth2CC && creds.ClientID != "" {
 		return creds.ClientID, creds.ClientSecret, nil
 	}
 	if r.cfg.ClientCredentials == nil {
@@ -731,7 +731,7 @@ func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Tim
 	c.ExpiresAt = exp
 	obtained := now.Truncate(time.Millisecond)
 	c.ObtainedAt = &obtained
-	if c.Type == AuthModeOAuth2CC {
+	if c.Type == integrations.AuthModeOAuth2CC {
 		c.Token = tr.AccessToken
 	} else {
 		c.AccessToken = tr.AccessToken

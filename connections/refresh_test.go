@@ -187,7 +187,7 @@ func FuzzParseTokenResponse(f *testing.F) {
 func TestMergeTokens(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	old := &Credentials{Type: AuthModeOAuth2, AccessToken: "old-at", RefreshToken: "old-rt",
+	old := &Credentials{Type: integrations.AuthModeOAuth2, AccessToken: "old-at", RefreshToken: "old-rt",
 		ExpiresAt: ptr(now.Add(time.Minute)), Scopes: []string{"a"}, ConfigOverride: &ConfigOverride{ClientID: "o"},
 		Raw: map[string]any{"access_token": "old-at", "refresh_token": "old-rt", "extra": "x"}}
 
@@ -196,7 +196,7 @@ func TestMergeTokens(t *testing.T) {
 		Raw: map[string]any{"access_token": "new-at", "expires_in": float64(3600)}}, GrantRefreshToken, now)
 	// ObtainedAt records when the token arrived (its lifetime decides its
 	// next refresh).
-	want := &Credentials{Type: AuthModeOAuth2, AccessToken: "new-at", RefreshToken: "old-rt", ExpiresAt: ptr(now.Add(time.Hour)),
+	want := &Credentials{Type: integrations.AuthModeOAuth2, AccessToken: "new-at", RefreshToken: "old-rt", ExpiresAt: ptr(now.Add(time.Hour)),
 		ObtainedAt: ptr(now), Scopes: []string{"a"}, ConfigOverride: &ConfigOverride{ClientID: "o"},
 		Raw: map[string]any{"access_token": "new-at", "expires_in": float64(3600), "refresh_token": "old-rt"}}
 	if d := cmp.Diff(want, got); d != "" {
@@ -215,7 +215,7 @@ func TestMergeTokens(t *testing.T) {
 	}
 
 	// Client credentials: the token goes to Token, 55 minutes by default.
-	cc := &Credentials{Type: AuthModeOAuth2CC, ClientID: "id", ClientSecret: "secret", Token: "old"}
+	cc := &Credentials{Type: integrations.AuthModeOAuth2CC, ClientID: "id", ClientSecret: "secret", Token: "old"}
 	got = mergeTokens(cc, &TokenResponse{AccessToken: "cc-token", Raw: map[string]any{"access_token": "cc-token"}}, GrantClientCredentials, now)
 	if got.Token != "cc-token" || got.AccessToken != "" || got.ExpiresAt == nil || !got.ExpiresAt.Equal(now.Add(55*time.Minute)) ||
 		got.ClientID != "id" || got.ClientSecret != "secret" {
@@ -233,12 +233,12 @@ func TestGrantFor(t *testing.T) {
 		creds *Credentials
 		want  string
 	}{
-		{oauth, &Credentials{Type: AuthModeOAuth2, RefreshToken: "r"}, GrantRefreshToken},
-		{oauth, &Credentials{Type: AuthModeOAuth2}, ""},
-		{ccOAuth, &Credentials{Type: AuthModeOAuth2}, GrantClientCredentials},
-		{cc, &Credentials{Type: AuthModeOAuth2CC}, GrantClientCredentials},
-		{oauth, &Credentials{Type: AuthModeAPIKey}, ""},
-		{&integrations.Provider{AuthMode: integrations.AuthModeApp}, &Credentials{Type: AuthModeApp}, GrantAppInstallation},
+		{oauth, &Credentials{Type: integrations.AuthModeOAuth2, RefreshToken: "r"}, GrantRefreshToken},
+		{oauth, &Credentials{Type: integrations.AuthModeOAuth2}, ""},
+		{ccOAuth, &Credentials{Type: integrations.AuthModeOAuth2}, GrantClientCredentials},
+		{cc, &Credentials{Type: integrations.AuthModeOAuth2CC}, GrantClientCredentials},
+		{oauth, &Credentials{Type: integrations.AuthModeAPIKey}, ""},
+		{&integrations.Provider{AuthMode: integrations.AuthModeApp}, &Credentials{Type: integrations.AuthModeApp}, GrantAppInstallation},
 		{oauth, nil, ""},
 	} {
 		if got := grantFor(tc.p, tc.creds); got != tc.want {

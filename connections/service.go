@@ -152,7 +152,7 @@ func (s *Service) Get(ctx context.Context, environmentID int64, integrationKey, 
 		return nil, s.notFound(ctx, err, environmentID, integrationKey, connectionID)
 	}
 	if s.refresh != nil {
-		force := opts.ForceRefresh || (opts.RefreshGitHubAppJWT && c.AuthMode == AuthModeApp)
+		force := opts.ForceRefresh || (opts.RefreshGitHubAppJWT && c.AuthMode == integrations.AuthModeApp)
 		c, err = s.refresh(ctx, c, force)
 		if err != nil {
 			return nil, err

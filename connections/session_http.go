@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/store"
 )
@@ -28,10 +29,10 @@ const (
 // AuthPaths are the paths (with the {integration} wildcard) of the
 // non-OAuth auth calls, by the auth mode each serves.
 var AuthPaths = map[string]string{
-	AuthModeAPIKey:   "/api-auth/api-key/{integration}",
-	AuthModeBasic:    "/api-auth/basic/{integration}",
-	AuthModeOAuth2CC: "/oauth2/auth/{integration}",
-	AuthModeNone:     "/auth/unauthenticated/{integration}",
+	integrations.AuthModeAPIKey:   "/api-auth/api-key/{integration}",
+	integrations.AuthModeBasic:    "/api-auth/basic/{integration}",
+	integrations.AuthModeOAuth2CC: "/oauth2/auth/{integration}",
+	integrations.AuthModeNone:     "/auth/unauthenticated/{integration}",
 }
 
 func setCORS(h http.Header) { h.Set("Access-Control-Allow-Origin", "*") }
@@ -110,7 +111,7 @@ func (ss *Sessions) PublicRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /connect/session", ss.public(ss.getSession))
 	mux.Handle("DELETE /connect/session", ss.public(ss.deleteSession))
 	mux.HandleFunc("OPTIONS /connect/session", Preflight)
-	for _, mode := range []string{AuthModeAPIKey, AuthModeBasic, AuthModeOAuth2CC, AuthModeNone} {
+	for _, mode := range []string{integrations.AuthModeAPIKey, integrations.AuthModeBasic, integrations.AuthModeOAuth2CC, integrations.AuthModeNone} {
 		mux.Handle("POST "+AuthPaths[mode], ss.public(ss.authHandler(mode)))
 		mux.HandleFunc("OPTIONS "+AuthPaths[mode], Preflight)
 	}
@@ -416,7 +417,7 @@ func (ss *Sessions) authHandler(mode string) publicHandler {
 			return err
 		}
 		in := AuthorizeInput{IntegrationKey: r.PathValue("integration"), Mode: mode, ConnectionID: q.Get("connection_id"), Params: params}
-		if mode != AuthModeNone {
+		if mode != integrations.AuthModeNone {
 			if r.ContentLength > 0 || len(r.TransferEncoding) > 0 {
 				if err := httpapi.CheckContentType(r); err != nil {
 					return err
@@ -427,11 +428,11 @@ func (ss *Sessions) authHandler(mode string) publicHandler {
 				return err
 			}
 			switch mode {
-			case AuthModeAPIKey:
+			case integrations.AuthModeAPIKey:
 				in.Credentials.APIKey = deref(body.APIKey)
-			case AuthModeBasic:
+			case integrations.AuthModeBasic:
 				in.Credentials.Username, in.Credentials.Password = deref(body.Username), deref(body.Password)
-			case AuthModeOAuth2CC:
+			case integrations.AuthModeOAuth2CC:
 				if deref(body.ClientCertificate) != "" || deref(body.ClientPrivateKey) != "" {
 					return store.Invalid(CodeInvalidCredentials, "Client credentials with a certificate or a private key are not supported; send client_id and client_secret.")
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
 )
 
@@ -57,7 +58,7 @@ func (s *Service) SweepRefresh(ctx context.Context, within time.Duration) (Sweep
 		for _, c := range page {
 			after = c.ID
 			switch c.AuthMode {
-			case AuthModeOAuth2, AuthModeOAuth2CC, AuthModeApp:
+			case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp:
 			default:
 				continue
 			}

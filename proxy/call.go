@@ -133,21 +133,21 @@ func vars(t *Target) integrations.TemplateVars {
 		}
 	}
 	switch cr.Type {
-	case connections.AuthModeOAuth2, connections.AuthModeApp:
+	case integrations.AuthModeOAuth2, integrations.AuthModeApp:
 		v.AccessToken = cr.AccessToken
-	case connections.AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2CC:
 		v.AccessToken = cr.Token
 		if cr.ClientID != "" {
 			v.ClientID, v.ClientSecret = cr.ClientID, cr.ClientSecret
 		}
-	case connections.AuthModeAPIKey:
+	case integrations.AuthModeAPIKey:
 		v.APIKey = cr.APIKey
 		v.Credentials["apiKey"] = cr.APIKey
-	case connections.AuthModeBasic:
+	case integrations.AuthModeBasic:
 		v.Credentials["username"], v.Credentials["password"] = cr.Username, cr.Password
-	case connections.AuthModeOAuth1:
+	case integrations.AuthModeOAuth1:
 		v.Credentials["oauth_token"], v.Credentials["oauth_token_secret"] = cr.OAuthToken, cr.OAuthTokenSecret
-	case connections.AuthModeTBA:
+	case integrations.AuthModeTBA:
 		v.Credentials["token_id"], v.Credentials["token_secret"] = cr.TokenID, cr.TokenSecret
 	}
 	if cr.ConfigOverride != nil && cr.ConfigOverride.ClientID != "" {
@@ -169,13 +169,13 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 		cr = &connections.Credentials{Type: t.Connection.AuthMode}
 	}
 	switch cr.Type {
-	case connections.AuthModeOAuth2, connections.AuthModeApp, connections.AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2, integrations.AuthModeApp, integrations.AuthModeOAuth2CC:
 		if v.AccessToken != "" {
 			inj.header.Set("Authorization", "Bearer "+v.AccessToken)
 		}
-	case connections.AuthModeBasic:
+	case integrations.AuthModeBasic:
 		inj.header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cr.Username+":"+cr.Password)))
-	case connections.AuthModeOAuth1, connections.AuthModeTBA:
+	case integrations.AuthModeOAuth1, integrations.AuthModeTBA:
 		s, err := p.signer(t, cr, v)
 		if err != nil {
 			return nil, err
@@ -216,7 +216,7 @@ func (p *Proxy) signer(t *Target, cr *connections.Credentials, v integrations.Te
 	cfg := oauth1.NewConfig(v.ClientID, v.ClientSecret)
 	token, secret := cr.OAuthToken, cr.OAuthTokenSecret
 	method := strings.ToUpper(t.Provider.SignatureMethod)
-	if cr.Type == connections.AuthModeTBA {
+	if cr.Type == integrations.AuthModeTBA {
 		token, secret = cr.TokenID, cr.TokenSecret
 		method = "HMAC-SHA256"
 		cfg.Realm = strings.ToUpper(strings.ReplaceAll(v.ConnectionConfig["accountId"], "-", "_"))
@@ -310,7 +310,7 @@ func baseURLError(err error) error {
 // (and client-credentials) connections.
 func (c *call) canRefresh() bool {
 	switch c.target().Connection.AuthMode {
-	case connections.AuthModeOAuth2, connections.AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC:
 		return true
 	}
 	return false

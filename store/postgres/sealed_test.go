@@ -39,7 +39,7 @@ func TestSealingKeysMigration(t *testing.T) {
 	}
 	for i, sealed := range []string{"v1:k-conn:a", "v1:k-conn:b", "v1:k-old_1:c", ""} {
 		if err := old.CreateConnection(ctx, &connections.Connection{EnvironmentID: env.ID, IntegrationKey: "gh",
-			ConnectionID: string(rune('a' + i)), Provider: "github", AuthMode: connections.AuthModeOAuth2,
+			ConnectionID: string(rune('a' + i)), Provider: "github", AuthMode: integrations.AuthModeOAuth2,
 			SealedCredentials: sealed, CreatedAt: now, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestForgetSealingKeyWaitsForWriters(t *testing.T) {
 	go func() {
 		txDone <- s.WithTx(context.Background(), func(ctx context.Context) error {
 			if err := s.CreateConnection(ctx, &connections.Connection{EnvironmentID: env.ID, IntegrationKey: "gh",
-				ConnectionID: "c", Provider: "github", AuthMode: connections.AuthModeOAuth2,
+				ConnectionID: "c", Provider: "github", AuthMode: integrations.AuthModeOAuth2,
 				SealedCredentials: "v1:k-new:x", CreatedAt: now, UpdatedAt: now}); err != nil {
 				close(written)
 				return err

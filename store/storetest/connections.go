@@ -7,6 +7,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 )
@@ -66,7 +67,7 @@ func testConnectionCRUD(t *testing.T, s Store) {
 	upd.Metadata = map[string]any{"plan": "pro"}
 	upd.Tags = map[string]string{"end_user_id": "u1", "organization_id": "o1"}
 	upd.WebhookURLOverride = "https://override.example.com/hook"
-	upd.AuthMode = connections.AuthModeAPIKey
+	upd.AuthMode = integrations.AuthModeAPIKey
 	upd.SealedCredentials = "v1:k2:bmV3LWNyZWRz"
 	upd.CredentialsExpiresAt = timePtr(at(3600))
 	upd.Errors = []connections.Error{{Type: "auth", LogID: "log-1"}}
@@ -232,9 +233,9 @@ func testConnectionRoundTrip(t *testing.T, s Store) {
 			"end_user_id": "u1", "end_user_email": "u1@example.com", "organization_id": "org-1",
 		},
 		WebhookURLOverride: "https://override.example.com/hook",
-		AuthMode:           connections.AuthModeOAuth2,
+		AuthMode:           integrations.AuthModeOAuth2,
 		Credentials: &connections.Credentials{
-			Type: connections.AuthModeOAuth2, AccessToken: "plaintext-access", RefreshToken: "plaintext-refresh",
+			Type: integrations.AuthModeOAuth2, AccessToken: "plaintext-access", RefreshToken: "plaintext-refresh",
 		},
 		SealedCredentials:    "v1:key_2024-01:Zm9vYmFyYmF6cXV4LWFsbC1iYXNlNjR1cmwtYWxwaGFiZXRfLQ",
 		CredentialsExpiresAt: timePtr(time.Date(2030, 1, 2, 3, 4, 5, 123456000, zone)),

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
 )
 
@@ -30,7 +31,7 @@ func newFlowValue(env, session int64, state, client string, expires int) *connec
 		ClientID:           client,
 		IntegrationKey:     "github",
 		Provider:           "github",
-		AuthMode:           connections.AuthModeOAuth2,
+		AuthMode:           integrations.AuthModeOAuth2,
 		ConnectionID:       "conn-" + state,
 		ConnectionConfig:   map[string]any{"subdomain": "acme", "n": float64(2)},
 		Tags:               map[string]string{"end_user_id": "u1"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
 )
 
@@ -139,7 +140,7 @@ func testSealingKeyIDsFollowWrites(t *testing.T, s Store) {
 	// A value written in a transaction counts once it commits.
 	err = s.WithTx(ctx, func(ctx context.Context) error {
 		return s.CreateConnection(ctx, &connections.Connection{EnvironmentID: f.env.ID, IntegrationKey: f.connKey,
-			ConnectionID: "in-tx", Provider: "github", AuthMode: connections.AuthModeOAuth2,
+			ConnectionID: "in-tx", Provider: "github", AuthMode: integrations.AuthModeOAuth2,
 			SealedCredentials: "v1:tx-new:x", CreatedAt: ts, UpdatedAt: ts})
 	})
 	must(t, err)

@@ -156,7 +156,7 @@ func newConn(t *testing.T, s Store, env int64, key, connectionID string, tags ma
 		Provider:          "github",
 		ConnectionConfig:  map[string]any{"subdomain": "acme"},
 		Tags:              tags,
-		AuthMode:          connections.AuthModeOAuth2,
+		AuthMode:          integrations.AuthModeOAuth2,
 		SealedCredentials: "v1:k1:sealed-credentials-" + connectionID,
 		CreatedAt:         ts,
 		UpdatedAt:         ts,
