@@ -31,6 +31,15 @@
 // light and dark themes: into docs/ with CONNECT_UPDATE_SCREENSHOTS=1, otherwise into a
 // temporary directory.
 //
+// TestEmbeddedUnderPrefix (embedded_test.go) embeds the library as the README's "Embed it"
+// section shows: in the test process, on a fresh Postgres database, svc.Handler() is mounted
+// under /connect of a host application's ServeMux with http.StripPrefix, and Config.PublicURL
+// names that prefix. The host serves its own page with @nangohq/frontend on the same origin.
+// e2e/embedded/*.test.mjs then connects, in headless Chromium, through the connect_link, inside
+// openConnectUI's iframe, and with the frontend's auth() (OAuth 2 through the popup and the
+// WebSocket at the websocketsPath that GET /connect/session announces, and an API key); no
+// request under the prefix may fail.
+//
 // # Running it locally
 //
 // Once, and whenever e2e/package-lock.json changes, from the repository root:
