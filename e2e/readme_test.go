@@ -535,8 +535,12 @@ func (h *readmeHarness) serve(b exampleBlock, cmd *exec.Cmd, ready string) error
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{}) // closed once the process has exited; then waitErr is set
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
 	h.t.Cleanup(func() {
 		// The whole group: `go run` leaves the server it built as a child.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -555,8 +559,8 @@ func (h *readmeHarness) serve(b exampleBlock, cmd *exec.Cmd, ready string) error
 	last := ""
 	for {
 		select {
-		case err := <-done:
-			return fmt.Errorf("the server exited before %s answered: %v\n%s", ready, err, out.String())
+		case <-done:
+			return fmt.Errorf("the server exited before %s answered: %v\n%s", ready, waitErr, out.String())
 		case <-h.ctx.Done():
 			return h.ctx.Err()
 		default:
