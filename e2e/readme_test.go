@@ -55,7 +55,9 @@ import (
 // Placeholders of the README are replaced in the code and the marks before anything runs:
 // localhost:3003 (the reference server) and https://connect.example.com become the reference
 // server this test runs on a free port (the README's own command starts it, with PORT set);
-// localhost:8080 (the embedding example) another free port; postgres://... a fresh database.
+// localhost:8080 (the embedding example) another free port; https://app.example.com (your
+// application, such as a webhook URL) a local server that accepts anything; postgres://... a
+// fresh database.
 // Provider APIs are a local fake (fakeProviderAPI): the reference server gets the catalogue
 // with every proxy base URL, and OAuth 2 authorization and token URL, pointing at it
 // (CONNECT_PROVIDERS_FILE), so credentials such as 'sk-...' pass their check.
@@ -90,11 +92,15 @@ func TestREADME(t *testing.T) {
 	if err := writeFakeCatalog(repo, fake.URL, providers); err != nil {
 		t.Fatal(err)
 	}
+	// The application's own endpoints, such as a webhook URL: they accept anything.
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(app.Close)
 	refPort, embedPort := freePort(t), freePort(t)
 	h.placeholders = strings.NewReplacer(
 		"localhost:3003", "localhost:"+refPort,
 		"https://connect.example.com", "http://localhost:"+refPort,
 		"localhost:8080", "localhost:"+embedPort,
+		"https://app.example.com", app.URL,
 		"postgres://...", createDatabase(ctx, t, p.adminURL),
 	)
 	h.watch = []string{"http://localhost:" + refPort, "http://localhost:" + embedPort}
