@@ -73,7 +73,7 @@ type SessionsConfig struct {
 	// DefaultSessionTTL.
 	TTL time.Duration
 	// ConnectUIURL is the address of the pre-built connect UI; connect_link
-	// is it with ?session_token=<token>. Defaults to "/connect/".
+	// is it with ?session_token=<token>. Defaults to PublicURL + "/connect/".
 	ConnectUIURL string
 	// PublicURL is the service's external base URL, path included when the
 	// handler is mounted under a prefix: it makes logo URLs absolute, and
