@@ -372,7 +372,7 @@ func (h *readmeHarness) shell(code string) error {
 	cmd := exec.CommandContext(ctx, "bash", "-c", script)
 	cmd.Dir = h.repo
 	cmd.Env = append(slices.Clone(h.env), "README_STATE="+state)
-	out, err := cmd.CombinedOutput()
+	out, err := runGroup(ctx, cmd)
 	if err != nil {
 		return fmt.Errorf("%v\n%s", err, out)
 	}
@@ -391,6 +391,22 @@ func (h *readmeHarness) shell(code string) error {
 	}
 	h.env = env
 	return nil
+}
+
+// runGroup runs cmd (made with exec.CommandContext(ctx, ...)) in a process group of its own
+// and returns its combined output. When ctx ends, the whole group is killed: a command that
+// started a server which never exits (an unmarked server block) cannot hold the test.
+func runGroup(ctx context.Context, cmd *exec.Cmd) ([]byte, error) {
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("did not finish within %s: a block that starts a server must be marked <!-- example: server: URL --> (%v)", exampleTimeout, err)
+	}
+	return []byte(out.String()), err
 }
 
 // splitLastCommand splits a script into everything before its last command (a line, with its
@@ -449,8 +465,7 @@ writeFileSync(process.argv[2], JSON.stringify(m.__readme ?? {}));
 		cmd.Env = slices.Clone(h.env)
 	}
 	cmd.Dir = h.dir
-	cmd.WaitDelay = 5 * time.Second
-	output, err := cmd.CombinedOutput()
+	output, err := runGroup(ctx, cmd)
 	if err != nil {
 		return fmt.Errorf("%v (line 1 of %s is README.md:%d)\n%s", err, name, b.line+1, output)
 	}
@@ -522,7 +537,7 @@ func (h *readmeHarness) goProgram(b exampleBlock, code, ready string) error {
 	defer rcancel()
 	run := exec.CommandContext(rctx, cmd.Path)
 	run.Dir, run.Env = dir, slices.Clone(h.env)
-	if out, err := run.CombinedOutput(); err != nil {
+	if out, err := runGroup(rctx, run); err != nil {
 		return fmt.Errorf("%v\n%s", err, out)
 	}
 	return nil
