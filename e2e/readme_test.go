@@ -488,13 +488,13 @@ writeFileSync(process.argv[2], JSON.stringify(m.__readme ?? {}));
 // goProgram builds a Go block in a module of its own, as an application that requires this
 // module, and runs it: to completion, or as a server until GET ready answers 2xx.
 func (h *readmeHarness) goProgram(b exampleBlock, code, ready string) error {
+	if !regexp.MustCompile(`(?m)^package main$`).MatchString(code) {
+		return errors.New("not a complete program (package main): make it one, or mark it <!-- example: skip: why -->")
+	}
 	if formatted, err := format.Source([]byte(b.code)); err != nil {
 		return fmt.Errorf("not Go source: %v", err)
 	} else if string(formatted) != b.code {
 		return errors.New("not gofmt-formatted")
-	}
-	if !regexp.MustCompile(`(?m)^package main$`).MatchString(code) {
-		return errors.New("not a complete program (package main): make it one, or mark it <!-- example: skip: why -->")
 	}
 	dir := filepath.Join(h.dir, fmt.Sprintf("go-%d", b.line))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
