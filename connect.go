@@ -59,10 +59,22 @@ type Config struct {
 	// integrations.DefaultCatalog(), the embedded catalogue.
 	Providers *integrations.Catalog
 
-	// PublicURL is the external base URL of the API, such as
-	// "https://connect.example.com/api". It is used to build absolute URLs
-	// (incoming webhook URLs). Optional; when empty those URLs are
-	// relative paths.
+	// PublicURL is the address at which browsers and providers reach
+	// Handler, with the path it is mounted under: "https://app.example.com/connect"
+	// for a handler mounted with
+	//
+	//	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
+	//
+	// It is the one setting every generated address derives from: a
+	// session's connect_link (ConnectUIURL), the API the connect UI calls
+	// (ConnectUI.APIURL), provider logo URLs, integrations' incoming
+	// webhook URLs, the OAuth redirect URI (OAuthCallbackURL), and the
+	// websocketsPath GET /connect/session announces (its path followed by
+	// WebsocketsPath). Handler serves its routes relative to its mount
+	// point, so mount it with http.StripPrefix of PublicURL's path. Without
+	// a PublicURL those addresses are paths from the root of the host,
+	// right only when the handler is mounted at the root, and OAuth
+	// providers refuse the relative redirect URI: set it in production.
 	PublicURL string
 
 	// RateLimitRequests is the number of requests an account may make per
@@ -199,9 +211,13 @@ type Config struct {
 	// OAuthFlowTTL is how long an end user has to come back from the
 	// provider once an OAuth flow started. Defaults to 15 minutes.
 	OAuthFlowTTL time.Duration
-	// WebsocketsPath is the path of the WebSocket that @nangohq/frontend's
-	// auth() listens on (its websocketsPath option). Handler and
-	// ConnectHandler serve it to WebSocket upgrade requests. Defaults to
+	// WebsocketsPath is the path, relative to the handler's mount point, of
+	// the WebSocket that @nangohq/frontend's auth() listens on. Handler and
+	// ConnectHandler serve it to WebSocket upgrade requests. The frontend's
+	// websocketsPath option is PublicURL's path followed by it ("/connect/"
+	// for the default under PublicURL "https://app.example.com/connect"):
+	// the client resolves it against its host's origin, dropping the
+	// host's path. GET /connect/session announces that value. Defaults to
 	// "/".
 	WebsocketsPath string
 
@@ -276,8 +292,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.PublicURL != "" {
 		u, err := url.Parse(cfg.PublicURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("connect: Config.PublicURL %q must be an absolute http or https URL", cfg.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return nil, fmt.Errorf("connect: Config.PublicURL %q must be an absolute http or https URL without user info, query or fragment", cfg.PublicURL)
 		}
 		cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	}

@@ -16,9 +16,17 @@
 //		Store:          st,
 //		Scheduler:      sched,
 //		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: key32}},
+//		PublicURL:      "https://app.example.com/connect",
 //	})
-//	svc.Start(ctx) // background work: webhook deliveries
+//	if err := svc.Start(ctx); err != nil { ... } // background work: webhook deliveries
 //	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
+//
+// The handler's routes are relative to where it is mounted, and
+// [Config.PublicURL] says where that is as browsers and providers see it,
+// prefix included: every address the service hands out (connect links, the
+// connect UI's API, logo and webhook URLs, the OAuth redirect URI, the
+// WebSocket path announced to @nangohq/frontend) comes from it. The README's
+// "Embed it" section is a complete program.
 //
 // Go code manages the same data without HTTP through the feature services:
 // [Service.Environments], [Service.Integrations] and [Service.Connections].

@@ -3,10 +3,12 @@ package connect_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/embedauth/connect"
@@ -69,4 +71,51 @@ func ExampleService_Sweep() {
 	res, err := svc.Sweep(context.Background(), 10*time.Minute)
 	fmt.Println(res.Refresh.Checked, res.Refresh.Refreshed, err)
 	// Output: 0 0 <nil>
+}
+
+// Mount the Service under a prefix of the host's mux: PublicURL names the
+// prefix, and every address the Service hands out follows it, down to the
+// websocketsPath that @nangohq/frontend needs (it resolves that path
+// against its host's origin).
+func ExampleService_Handler_underPrefix() {
+	svc, err := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		PublicURL:      "https://app.example.com/connect",
+	})
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	ctx := context.Background()
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	sess, err := svc.ConnectSessions().Create(ctx, env.ID, connections.CreateSessionInput{Tags: map[string]string{"end_user_id": "u1"}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.SplitN(sess.ConnectLink, "?", 2)[0])
+
+	req, _ := http.NewRequest("GET", srv.URL+"/connect/connect/session", nil)
+	req.Header.Set("Authorization", "Bearer "+sess.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			WebsocketsPath string `json:"websocketsPath"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.StatusCode, body.Data.WebsocketsPath)
+	// Output:
+	// https://app.example.com/connect/connect/
+	// 200 /connect/
 }

@@ -270,8 +270,16 @@ func headerHasToken(h http.Header, name, token string) bool {
 	return false
 }
 
-// WebsocketsPath is the path the WebSocket of WebSocketHandler is served at.
+// WebsocketsPath is the path the WebSocket of WebSocketHandler is served at,
+// relative to the handler's mount point (SessionsConfig.WebsocketsPath).
 func (ss *Sessions) WebsocketsPath() string { return ss.cfg.WebsocketsPath }
+
+// PublicWebsocketsPath is the path of the WebSocket as browsers reach it:
+// the path of SessionsConfig.PublicURL followed by WebsocketsPath. It is
+// the websocketsPath that GET /connect/session announces and that
+// @nangohq/frontend needs under a prefix, as the client resolves it against
+// its host's origin (an absolute path drops the host's own path).
+func (ss *Sessions) PublicWebsocketsPath() string { return ss.wsPublicPath }
 
 // wsFrame is a frame the frontend client reads.
 type wsFrame struct {

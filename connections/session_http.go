@@ -225,7 +225,9 @@ func (ss *Sessions) live(ctx context.Context, w http.ResponseWriter, tok string)
 	return sess, env, nil
 }
 
-// APISession is the data of GET /connect/session.
+// APISession is the data of GET /connect/session. Its WebsocketsPath is the
+// frontend client's websocketsPath option: the WebSocket's path from the
+// origin, the mount prefix (PublicURL's path) included.
 type APISession struct {
 	AllowedIntegrations        []string                       `json:"allowed_integrations,omitempty"`
 	IntegrationsConfigDefaults map[string]IntegrationDefaults `json:"integrations_config_defaults,omitempty"`
@@ -287,7 +289,7 @@ func (ss *Sessions) API(sess *Session, env *environments.Environment) APISession
 		Tags:                nonNilTags(sess.Tags),
 		IsReconnecting:      sess.Reconnecting(),
 		ConnectUISettings:   ConnectUISettings(env.ConnectUI),
-		WebsocketsPath:      ss.cfg.WebsocketsPath,
+		WebsocketsPath:      ss.wsPublicPath,
 		ExpiresAt:           httpapi.Time(sess.ExpiresAt),
 	}
 	if u := apiEndUser(sess.Tags); u != nil {

@@ -43,8 +43,8 @@ const (
 // verification request) and a client-credentials token request.
 const DefaultCheckTimeout = 10 * time.Second
 
-// DefaultWebsocketsPath is the websocketsPath that GET /connect/session
-// announces to the connect UI.
+// DefaultWebsocketsPath is the default path of the frontend client's
+// WebSocket under the handler (SessionsConfig.WebsocketsPath).
 const DefaultWebsocketsPath = "/"
 
 // EnvironmentGetter finds environments; the Store implements it.
@@ -74,10 +74,11 @@ type SessionsConfig struct {
 	// DefaultSessionTTL.
 	TTL time.Duration
 	// ConnectUIURL is the address of the pre-built connect UI; connect_link
-	// is it with ?session_token=<token>. Defaults to "/connect/".
+	// is it with ?session_token=<token>. Defaults to PublicURL + "/connect/".
 	ConnectUIURL string
-	// PublicURL is the service's external base URL, which makes logo URLs
-	// absolute.
+	// PublicURL is the service's external base URL, path included when the
+	// handler is mounted under a prefix: it makes logo URLs absolute, and
+	// its path prefixes the websocketsPath GET /connect/session announces.
 	PublicURL string
 	// CheckTimeout bounds a credential check and a client-credentials token
 	// request. Defaults to DefaultCheckTimeout.
@@ -97,8 +98,11 @@ type SessionsConfig struct {
 	// MaxBody limits request bodies of the public routes; 0 means
 	// httpapi.DefaultMaxBody.
 	MaxBody int64
-	// WebsocketsPath is where the frontend client's WebSocket connects
-	// (WebSocketHandler), announced by GET /connect/session. Defaults to
+	// WebsocketsPath is the path, relative to the handler's mount point,
+	// where the frontend client's WebSocket connects (WebSocketHandler).
+	// GET /connect/session announces it behind PublicURL's path: the value
+	// @nangohq/frontend needs as its websocketsPath option, which it
+	// resolves against the origin of its host. Defaults to
 	// DefaultWebsocketsPath.
 	WebsocketsPath string
 	// CallbackURL is the OAuth redirect URI registered with providers: the
@@ -125,6 +129,9 @@ type Sessions struct {
 	cc *refresher
 	// hub wakes the WebSockets of this process waiting on a flow.
 	hub flowHub
+	// wsPublicPath is the WebSocket's path as browsers see it: PublicURL's
+	// path followed by WebsocketsPath.
+	wsPublicPath string
 }
 
 // NewSessions returns the connect sessions of conns.
@@ -141,8 +148,16 @@ func NewSessions(conns *Service, cfg SessionsConfig) (*Sessions, error) {
 	if cfg.CheckTimeout == 0 {
 		cfg.CheckTimeout = DefaultCheckTimeout
 	}
+	var publicPath string
+	if cfg.PublicURL != "" {
+		u, err := url.Parse(cfg.PublicURL)
+		if err != nil || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("connections: SessionsConfig.PublicURL %q must be a URL without query or fragment", cfg.PublicURL)
+		}
+		publicPath = strings.TrimRight(u.EscapedPath(), "/")
+	}
 	if cfg.ConnectUIURL == "" {
-		cfg.ConnectUIURL = "/connect/"
+		cfg.ConnectUIURL = strings.TrimRight(cfg.PublicURL, "/") + "/connect/"
 	}
 	if _, err := url.Parse(cfg.ConnectUIURL); err != nil {
 		return nil, fmt.Errorf("connections: SessionsConfig.ConnectUIURL: %w", err)
@@ -150,8 +165,9 @@ func NewSessions(conns *Service, cfg SessionsConfig) (*Sessions, error) {
 	if cfg.WebsocketsPath == "" {
 		cfg.WebsocketsPath = DefaultWebsocketsPath
 	}
-	if !strings.HasPrefix(cfg.WebsocketsPath, "/") {
-		return nil, errors.New("connections: SessionsConfig.WebsocketsPath must start with '/'")
+	if u, err := url.Parse(cfg.WebsocketsPath); err != nil || !strings.HasPrefix(cfg.WebsocketsPath, "/") ||
+		strings.HasPrefix(cfg.WebsocketsPath, "//") || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return nil, fmt.Errorf("connections: SessionsConfig.WebsocketsPath %q must be a path that starts with '/', without query or fragment", cfg.WebsocketsPath)
 	}
 	if cfg.CallbackURL == "" {
 		cfg.CallbackURL = strings.TrimRight(cfg.PublicURL, "/") + "/oauth/callback"
@@ -171,7 +187,7 @@ func NewSessions(conns *Service, cfg SessionsConfig) (*Sessions, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	ss := &Sessions{conns: conns, cfg: cfg}
+	ss := &Sessions{conns: conns, cfg: cfg, wsPublicPath: publicPath + cfg.WebsocketsPath}
 	rc := RefreshConfig{Timeout: cfg.CheckTimeout, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger}
 	rc.applyDefaults()
 	ss.cc = &refresher{s: conns, cfg: rc}

@@ -151,7 +151,9 @@ func origin(raw string) (string, error) {
 // Register mounts h on mux under prefix, which must start and end with
 // "/" (DefaultPath when empty): GET prefix (the page), GET prefix + "ui/..."
 // (the assets), and GET prefix without its trailing slash (a redirect to
-// the page that keeps the query).
+// the page that keeps the query). The page refers to its assets, and the
+// redirect to the page, by relative URLs, so they hold wherever mux itself
+// is mounted (under http.StripPrefix, for example).
 func (h *Handler) Register(mux *http.ServeMux, prefix string) {
 	if prefix == "" {
 		prefix = DefaultPath
@@ -159,12 +161,24 @@ func (h *Handler) Register(mux *http.ServeMux, prefix string) {
 	mux.HandleFunc("GET "+prefix+"{$}", h.servePage)
 	mux.HandleFunc("GET "+prefix+"ui/{asset...}", h.serveAsset)
 	if bare := strings.TrimSuffix(prefix, "/"); bare != "" {
+		last := path.Base(bare)
 		mux.HandleFunc("GET "+bare, func(w http.ResponseWriter, r *http.Request) {
-			u := *r.URL
-			u.Path += "/"
-			http.Redirect(w, r, u.RequestURI(), http.StatusMovedPermanently)
+			redirectToDir(w, r, last)
 		})
 	}
+}
+
+// redirectToDir redirects a request for .../name to .../name/ with the same
+// query, by a Location relative to the request's own address: the path the
+// handler sees may lack the prefix the browser used (http.StripPrefix), and
+// http.Redirect would resolve a relative target against that shorter path.
+func redirectToDir(w http.ResponseWriter, r *http.Request, name string) {
+	loc := "./" + url.PathEscape(name) + "/"
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusMovedPermanently)
 }
 
 // ServeHTTP serves the page at "/" and the assets at "/ui/...", for a
@@ -176,7 +190,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch p := r.URL.Path; {
-	case p == "/" || p == "":
+	case p == "":
+		// Mounted with http.StripPrefix("/x", h) and asked for /x: the
+		// page's relative asset URLs need /x/.
+		if name := requestBase(r); name != "" {
+			redirectToDir(w, r, name)
+			return
+		}
+		h.servePage(w, r)
+	case p == "/":
 		h.servePage(w, r)
 	case strings.HasPrefix(p, "/ui/"):
 		r2 := r.Clone(r.Context())
@@ -185,6 +207,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// requestBase returns the last segment of the path the client asked for
+// (before any http.StripPrefix), or "" when that path ends with "/".
+func requestBase(r *http.Request) string {
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil || strings.HasSuffix(u.Path, "/") {
+		return ""
+	}
+	b := path.Base(u.Path)
+	if b == "/" || b == "." {
+		return ""
+	}
+	return b
 }
 
 type pageData struct {

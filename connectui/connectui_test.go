@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -203,9 +204,12 @@ func TestNotFoundAndRedirect(t *testing.T) {
 			t.Errorf("GET %s: status %d, want 404", p, resp.StatusCode)
 		}
 	}
+	// The redirect's Location is relative to the request (see
+	// TestRedirectUnderStripPrefix for why): it resolves to the page.
 	resp, _ := get(t, srv.URL+"/connect?session_token=abc&theme=dark")
-	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/connect/?session_token=abc&theme=dark" {
-		t.Errorf("GET /connect: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	if got := redirectTarget(t, srv.URL+"/connect?session_token=abc&theme=dark", resp); resp.StatusCode != http.StatusMovedPermanently ||
+		got != srv.URL+"/connect/?session_token=abc&theme=dark" {
+		t.Errorf("GET /connect: %d to %q (Location %q)", resp.StatusCode, got, resp.Header.Get("Location"))
 	}
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/connect/", nil)
 	r, err := http.DefaultClient.Do(req)
@@ -215,6 +219,58 @@ func TestNotFoundAndRedirect(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /connect/: status %d, want 405", r.StatusCode)
+	}
+}
+
+// redirectTarget resolves resp's Location against the URL that was asked
+// for, as a browser does.
+func redirectTarget(t *testing.T, asked string, resp *http.Response) string {
+	t.Helper()
+	base, err := url.Parse(asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatalf("Location %q: %v", resp.Header.Get("Location"), err)
+	}
+	return base.ResolveReference(loc).String()
+}
+
+// Under http.StripPrefix the handler sees a shorter path than the browser
+// asked for: the redirect from the page's address without its slash must
+// still lead to the page (and so must a Handler mounted with ServeHTTP), or
+// its relative asset URLs miss.
+func TestRedirectUnderStripPrefix(t *testing.T) {
+	h, err := connectui.New(connectui.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := http.NewServeMux()
+	h.Register(inner, "/connect/")
+	mux := http.NewServeMux()
+	mux.Handle("/app/", http.StripPrefix("/app", inner))
+	mux.Handle("/ui-root/", http.StripPrefix("/ui-root", h))
+	mux.Handle("/ui-root", http.StripPrefix("/ui-root", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	for asked, want := range map[string]string{
+		"/app/connect?session_token=abc&theme=dark": "/app/connect/?session_token=abc&theme=dark",
+		"/ui-root?lang=fr":                          "/ui-root/?lang=fr",
+	} {
+		resp, _ := get(t, srv.URL+asked)
+		if got := redirectTarget(t, srv.URL+asked, resp); resp.StatusCode != http.StatusMovedPermanently || got != srv.URL+want {
+			t.Errorf("GET %s: %d to %q, want 301 to %s", asked, resp.StatusCode, got, want)
+			continue
+		}
+		resp, page := get(t, srv.URL+want)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(page, `src="ui/app.js`) {
+			t.Errorf("GET %s: %d", want, resp.StatusCode)
+		}
+		dir, _, _ := strings.Cut(want, "?")
+		if resp, _ := get(t, srv.URL+dir+"ui/app.js"); resp.StatusCode != http.StatusOK {
+			t.Errorf("the page's script under %s: %d", want, resp.StatusCode)
+		}
 	}
 }
 

@@ -33,12 +33,28 @@
 // light and dark themes: into docs/ with CONNECT_UPDATE_SCREENSHOTS=1, otherwise into a
 // temporary directory.
 //
+// TestEmbeddedUnderPrefix (embedded_test.go) embeds the library as the README's "Embed it"
+// section shows: in the test process, on a fresh Postgres database, svc.Handler() is mounted
+// under /connect of a host application's ServeMux with http.StripPrefix, and Config.PublicURL
+// names that prefix. The host serves its own page with @nangohq/frontend on the same origin.
+// e2e/embedded/*.test.mjs then connects, in headless Chromium, through the connect_link, inside
+// openConnectUI's iframe, and with the frontend's auth() (OAuth 2 through the popup and the
+// WebSocket at the websocketsPath that GET /connect/session announces, and an API key); no
+// request under the prefix may fail.
+//
+// TestREADME (readme_test.go) runs the examples of README.md in order against the reference
+// server, started by the README's own command: sh blocks in bash, js blocks in Node or (those
+// that import @nangohq/frontend) in headless Chromium, go blocks built as an application module
+// that requires this one. Its doc comment gives the conventions (the <!-- example: ... -->
+// marks, the placeholders, the fake provider API); a failure names the README line.
+//
 // # Running it locally
 //
-// Once, and whenever e2e/package-lock.json changes, from the repository root:
+// scripts/test, from the repository root, installs what these tests need and runs the whole
+// suite with everything required. By hand: once, and whenever e2e/package-lock.json changes:
 //
 //	npm ci --prefix e2e
-//	apt-get install chromium   # for TestConnectUIBrowser
+//	apt-get install chromium   # for the browser tests
 //
 // Then, with a Postgres that the URL's user may create databases on:
 //
@@ -60,6 +76,6 @@
 //	cd e2e && NANGO_HOST=http://127.0.0.1:3003 NANGO_API_KEY=dev-key \
 //	  CONNECT_DEV_ENV_VARS='{"A":"1"}' node --test node/
 //
-// .ci/run does all of this in CI: it runs `npm ci --prefix e2e`, makes sure Postgres answers,
+// In CI, .ci/run runs scripts/test: it runs `npm ci --prefix e2e`, makes sure Postgres answers,
 // and sets TEST_DATABASE_URL and CONNECT_REQUIRE_POSTGRES=1.
 package e2e

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -147,6 +148,10 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	if err := svc.CheckEncryptionKeys(ctx); err != nil {
 		return missingKeysHelp(err, keys)
 	}
+	handler, err := mount(cfg.PublicURL, svc.Handler())
+	if err != nil {
+		return err
+	}
 	if len(keys) > 1 {
 		n, err := svc.ReencryptSecrets(ctx)
 		if err != nil {
@@ -166,7 +171,7 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 
 	srv := &http.Server{
 		Addr:              ":" + port,
-		Handler:           svc.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -229,6 +234,28 @@ func networkPolicies(getenv func(string) string) (providers, webhooks egress.Pol
 	}
 	webhooks.AllowPrivateNetworks = w
 	return providers, webhooks, nil
+}
+
+// mount serves h under the path of publicURL (CONNECT_PUBLIC_URL), as the
+// README's "Embed it" mounts the library under a prefix with
+// http.StripPrefix, or at the root when that URL has no path. The service's
+// links, its OAuth redirect URI and the websocketsPath it announces carry
+// the same path, so the server answers them as they are.
+func mount(publicURL string, h http.Handler) (http.Handler, error) {
+	u, err := url.Parse(publicURL)
+	if err != nil {
+		return nil, fmt.Errorf("CONNECT_PUBLIC_URL: %w", err)
+	}
+	base := strings.TrimRight(u.Path, "/")
+	if base == "" {
+		return h, nil
+	}
+	if !regexp.MustCompile(`^(/[A-Za-z0-9._~-]+)+$`).MatchString(base) || strings.Contains(base+"/", "/./") || strings.Contains(base+"/", "/../") {
+		return nil, fmt.Errorf("CONNECT_PUBLIC_URL: the path %q may hold only letters, digits and . _ ~ - between slashes", u.Path)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(base+"/", http.StripPrefix(base, h))
+	return mux, nil
 }
 
 // connectUIURL is where connect links point (see connect.Config.ConnectUIURL).

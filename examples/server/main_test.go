@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 func freePort(t *testing.T) string {
@@ -131,6 +133,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"bad env vars":      {"CONNECT_DEV_ENV_VARS": "[1]"},
 		"short api key":     {"CONNECT_API_KEY": "short"},
 		"bad public url":    {"CONNECT_PUBLIC_URL": "nope"},
+		"public url query":  {"CONNECT_PUBLIC_URL": "http://localhost:3003/auth?x=1"},
+		"public url dots":   {"CONNECT_PUBLIC_URL": "http://localhost:3003/a/../b"},
 		"bad proxy policy":  {"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "yes"},
 		"bad provider flag": {"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "1"},
 		"bad webhook flag":  {"CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "no"},
@@ -169,5 +173,105 @@ func TestNetworkPolicies(t *testing.T) {
 		if p.AllowPrivateNetworks != tc.providers || w.AllowPrivateNetworks != tc.hooks || p.AllowLoopback || w.AllowLoopback {
 			t.Errorf("%s: providers %+v, webhooks %+v", name, p, w)
 		}
+	}
+}
+
+// TestRunUnderPublicURLPath: with a path in CONNECT_PUBLIC_URL the server
+// serves the service under that path, as the README's "Embed it" mounts it,
+// and the addresses it hands out lead back to it: connect_link, and the
+// websocketsPath of GET /connect/session, resolved as @nangohq/frontend
+// resolves it.
+func TestRunUnderPublicURLPath(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	key := "test-key-0123456789abcdef"
+	base := "http://127.0.0.1:" + port
+	public := base + "/auth"
+	env := envFunc(map[string]string{"PORT": port, "CONNECT_API_KEY": key, "CONNECT_PUBLIC_URL": public})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, slog.New(slog.DiscardHandler), env) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run returned %v after shutdown", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+
+	call := func(method, u, bearer, body string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, u, strings.NewReader(body))
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	var err error
+	for i := 0; i < 100; i++ {
+		var resp *http.Response
+		if resp, err = http.Get(public + "/health"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := call("GET", public+"/health", "", ""); status != 200 {
+		t.Fatalf("GET /auth/health = %d", status)
+	}
+	if status, _ := call("GET", base+"/health", "", ""); status != 404 {
+		t.Errorf("GET /health outside the path = %d, want 404", status)
+	}
+	status, raw := call("POST", public+"/connect/sessions", key, `{"tags":{"end_user_id":"u1"}}`)
+	var sess struct {
+		Data struct {
+			Token       string `json:"token"`
+			ConnectLink string `json:"connect_link"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &sess); err != nil || status != 201 {
+		t.Fatalf("POST /auth/connect/sessions = %d %s", status, raw)
+	}
+	if !strings.HasPrefix(sess.Data.ConnectLink, public+"/connect/?session_token=") {
+		t.Errorf("connect_link %q", sess.Data.ConnectLink)
+	}
+	if status, _ := call("GET", sess.Data.ConnectLink, "", ""); status != 200 {
+		t.Errorf("GET connect_link = %d", status)
+	}
+	status, raw = call("GET", public+"/connect/session", sess.Data.Token, "")
+	var s struct {
+		Data struct {
+			WebsocketsPath string `json:"websocketsPath"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil || status != 200 || s.Data.WebsocketsPath != "/auth/" {
+		t.Fatalf("GET /auth/connect/session = %d %s, want websocketsPath /auth/", status, raw)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	ws, _, err := websocket.Dial(wctx, "ws://127.0.0.1:"+port+s.Data.WebsocketsPath, nil)
+	if err != nil {
+		t.Fatalf("WebSocket at %s: %v", s.Data.WebsocketsPath, err)
+	}
+	defer ws.CloseNow()
+	_, frame, err := ws.Read(wctx)
+	if err != nil || !strings.Contains(string(frame), `"message_type":"connection_ack"`) {
+		t.Errorf("first frame %s, %v", frame, err)
 	}
 }

@@ -306,10 +306,18 @@
         }
     }
 
+    // apiAddress resolves a path from the API's root (such as a logo the
+    // server serves, when it has no public URL to make it absolute) against
+    // the API's base URL, which may have a path of its own: the page may not
+    // live at the root of its host.
+    function apiAddress(u) {
+        return /^\/(?!\/)/.test(u) ? state.apiURL + u : u;
+    }
+
     function logo(it) {
         var name = it.display_name || it.unique_key;
         var fallback = el('span', { class: 'logo logo-fallback', 'aria-hidden': 'true', text: (name || '?').charAt(0).toUpperCase() });
-        var src = it.logo ? safeHref(it.logo) : null;
+        var src = it.logo ? safeHref(apiAddress(it.logo)) : null;
         if (!src) {
             return fallback;
         }
