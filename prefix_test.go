@@ -18,6 +18,7 @@ import (
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 )
 
@@ -51,7 +52,8 @@ func testHandlerUnderPrefix(t *testing.T, b *backend, prefix string) {
 	public := srv.URL + prefix
 
 	cfg := connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}, Now: clock.Now,
-		Providers: oauthCatalog(t, prov), PublicURL: public, Scheduler: schedulerFor(t, b)}
+		Providers: oauthCatalog(t, prov), PublicURL: public, Scheduler: schedulerFor(t, b),
+		Egress: egress.Policy{AllowLoopback: true}} // the fake provider listens on 127.0.0.1
 	svc, err := connect.New(cfg)
 	if err != nil {
 		t.Fatal(err)

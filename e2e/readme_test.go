@@ -57,7 +57,13 @@ import (
 // server this test runs on a free port (the README's own command starts it, with PORT set);
 // localhost:8080 (the embedding example) another free port; https://app.example.com (your
 // application, such as a webhook URL) a local server that accepts anything; postgres://... a
-// fresh database.
+// fresh database for each block that names it (each such block is an application of its own:
+// the reference server on Postgres, your application embedding the library).
+// Blocks run with HOME set to a directory of the test, so that files an example keeps in the
+// reader's home (an encryption key) are made there and not in the repository or your home.
+// A server block whose ready URL names the host and port of a server started by an earlier
+// block stops that one first, as a reader stops a server with Ctrl-C before starting the next
+// one on its port.
 // Provider APIs are a local fake (fakeProviderAPI): the reference server gets the catalogue
 // with every proxy base URL, and OAuth 2 authorization and token URL, pointing at it
 // (CONNECT_PROVIDERS_FILE), so credentials such as 'sk-...' pass their check.
@@ -101,8 +107,8 @@ func TestREADME(t *testing.T) {
 		"https://connect.example.com", "http://localhost:"+refPort,
 		"localhost:8080", "localhost:"+embedPort,
 		"https://app.example.com", app.URL,
-		"postgres://...", createDatabase(ctx, t, p.adminURL),
 	)
+	h.newDatabase = func() string { return createDatabase(ctx, t, p.adminURL) }
 	h.watch = []string{"http://localhost:" + refPort, "http://localhost:" + embedPort}
 	h.env = append(environWithout("PORT", "DATABASE_URL", "CONNECT_", "NANGO_", "NODE_OPTIONS", "README_", "GOFLAGS"),
 		"PORT="+refPort,
@@ -110,6 +116,23 @@ func TestREADME(t *testing.T) {
 		// The fake provider API listens on 127.0.0.1.
 		"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true",
 	)
+	// The reader's home, with the Go caches of this machine so that nothing is built twice.
+	home := filepath.Join(h.dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.env = slices.DeleteFunc(h.env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return name == "HOME" || name == "GOCACHE" || name == "GOMODCACHE" || name == "GOPATH"
+	})
+	for _, name := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", name, err)
+		}
+		h.env = append(h.env, name+"="+strings.TrimSpace(string(out)))
+	}
+	h.env = append(h.env, "HOME="+home)
 	h.startPageServer()
 
 	exportsOf, errs := resolveUses(blocks)
@@ -331,6 +354,9 @@ type readmeHarness struct {
 	exports        map[string]json.RawMessage
 	pageURL        string
 	n              int // blocks run, for file names
+	newDatabase    func() string
+	// servers stops the server started by a block, by the host and port of its ready URL.
+	servers map[string]func()
 }
 
 const (
@@ -341,7 +367,18 @@ const (
 func (h *readmeHarness) run(b exampleBlock, exports []string) error {
 	h.n++
 	code := h.placeholders.Replace(b.code)
+	if strings.Contains(code, "postgres://...") {
+		code = strings.ReplaceAll(code, "postgres://...", h.newDatabase())
+	}
 	ready := h.placeholders.Replace(b.mark.server)
+	if ready != "" {
+		if u, err := url.Parse(ready); err == nil {
+			if stop := h.servers[u.Host]; stop != nil {
+				stop()
+				delete(h.servers, u.Host)
+			}
+		}
+	}
 	switch runner(b.lang) {
 	case runShell:
 		if ready != "" {
@@ -562,7 +599,12 @@ func (h *readmeHarness) serve(b exampleBlock, cmd *exec.Cmd, ready string) error
 		waitErr = cmd.Wait()
 		close(done)
 	}()
-	h.t.Cleanup(func() {
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		// The whole group: `go run` leaves the server it built as a child.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
@@ -571,6 +613,15 @@ func (h *readmeHarness) serve(b exampleBlock, cmd *exec.Cmd, ready string) error
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
+	}
+	if u, err := url.Parse(ready); err == nil {
+		if h.servers == nil {
+			h.servers = map[string]func(){}
+		}
+		h.servers[u.Host] = stop
+	}
+	h.t.Cleanup(func() {
+		stop()
 		if h.t.Failed() {
 			h.t.Logf("README.md:%d: output of the server:\n%s", b.line, out.String())
 		}
