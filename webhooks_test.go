@@ -80,6 +80,9 @@ func (r *hookReceiver) authentic(h http.Header, body []byte) bool {
 	ok := h.Get("Content-Type") == "application/json" &&
 		hmac.Equal([]byte(h.Get("X-Svc-Hmac-Sha256")), []byte(want)) &&
 		h.Get("X-Svc-Signature") == hex.EncodeToString(legacy[:]) &&
+		// Nango's names for the same two values, which its receivers read.
+		hmac.Equal([]byte(h.Get("X-Nango-Hmac-Sha256")), []byte(want)) &&
+		h.Get("X-Nango-Signature") == hex.EncodeToString(legacy[:]) &&
 		h.Get("X-Svc-Webhook-Signature") == "v1="+hex.EncodeToString(v1.Sum(nil))
 	// And the package's own verifier, with replay protection, agrees.
 	verr := webhooks.Verify(h, body, hookKey, &webhooks.VerifyOptions{Tolerance: time.Minute, Now: r.now})

@@ -38,11 +38,14 @@
 // # Verifying
 //
 // Every POST carries X-Svc-Hmac-Sha256 (hex HMAC-SHA256 of the body with the
-// environment's signing key, what Nango's verifyIncomingWebhookRequest
-// checks), the legacy X-Svc-Signature (hex SHA-256 of key ‖ body),
-// X-Svc-Delivery-Id (the same on every attempt), X-Svc-Timestamp and
-// X-Svc-Webhook-Signature: "v1=" and the hex HMAC-SHA256 of
-// "<delivery id>.<timestamp>.<body>", which lets a receiver refuse replays.
+// environment's signing key) and the same value as X-Nango-Hmac-Sha256,
+// the header Nango's verifyIncomingWebhookRequest reads, so that receivers
+// written for Nango verify unchanged; the legacy X-Svc-Signature and
+// X-Nango-Signature (hex SHA-256 of key ‖ body, for Nango's deprecated
+// verifyWebhookSignature); X-Svc-Delivery-Id (the same on every attempt),
+// X-Svc-Timestamp and X-Svc-Webhook-Signature: "v1=" and the hex
+// HMAC-SHA256 of "<delivery id>.<timestamp>.<body>", which lets a receiver
+// refuse replays.
 // A Go receiver calls [Verify] on the raw body:
 //
 //	body, _ := io.ReadAll(r.Body)
