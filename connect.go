@@ -90,10 +90,10 @@ type Config struct {
 	// postgres.NewScheduler(db, opts, cfg) instead: jobs are then rows
 	// inserted in the same transaction as the change that caused them,
 	// they survive restarts, and every instance on the database shares
-	// them. Its JobTimeout must cover a whole delivery (1 + Retries
-	// attempts of Webhooks.Timeout plus backoff): set it to 2 minutes or
-	// more with the default Webhooks. New registers the webhook delivery
-	// handler on it; Start and Stop start and stop it.
+	// them. The webhook delivery job only wakes the outbox (attempts run
+	// outside it, and wait in the Store between them), so the default
+	// JobTimeout suffices. New registers the webhook delivery handler on
+	// it; Start and Stop start and stop it.
 	Scheduler jobs.Scheduler
 
 	// Notifier receives events (connection created, refresh failed, sync
@@ -104,9 +104,11 @@ type Config struct {
 	// events to its own queue.
 	Notifier webhooks.Notifier
 
-	// Webhooks tunes webhook delivery: retries (default 2), backoff
-	// (default 100 ms, doubling), per-attempt timeout (default 20 s) and
-	// the HTTP client (default: no redirects followed).
+	// Webhooks tunes webhook delivery: the first retries (default 2),
+	// their backoff (default 100 ms, doubling), then the slow retries of
+	// its Schedule (default webhooks.DefaultSchedule(): the attempts of a
+	// delivery span about 26 hours), per-attempt timeout (default 20 s)
+	// and the HTTP client (default: no redirects followed).
 	Webhooks webhooks.DeliveryConfig
 
 	// WebhookFrom is the "from" of webhook bodies. Defaults to "nango", so

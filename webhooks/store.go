@@ -30,7 +30,13 @@ type Delivery struct {
 	Body []byte
 	// Status is pending, delivered or failed.
 	Status string
-	// Attempts counts the POSTs made so far.
+	// Attempts counts the attempts (POSTs) started so far. A claim counts
+	// the attempt it starts (Store.ClaimDeliveries), so an attempt whose
+	// process died before its outcome was recorded is counted too; a
+	// claimed delivery that was not attempted after all (the process
+	// stopped first) is released with the count taken back. A crash may
+	// thus count an attempt whose POST never left, never miss one that
+	// did.
 	Attempts int
 	// LastStatusCode is the HTTP status of the last attempt (0 for a
 	// network error).
@@ -72,7 +78,8 @@ type Store interface {
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
 	// ClaimDeliveries claims up to limit pending deliveries that are due
 	// at now (NextAttemptAt not after now), earliest due first, by setting
-	// their NextAttemptAt to until, and returns them as updated. Claims
+	// their NextAttemptAt to until and adding one to their Attempts (the
+	// attempt the claim starts), and returns them as updated. Claims
 	// are atomic: of concurrent callers, in this process or another on the
 	// same database, each delivery goes to one, and none waits for
 	// another's claim (Postgres: FOR UPDATE SKIP LOCKED).

@@ -103,7 +103,7 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 
 // ClaimDeliveries claims up to limit pending deliveries due at now,
 // earliest due first (then by ID), by moving their NextAttemptAt to until,
-// and returns them.
+// counts the attempt it starts (Attempts+1), and returns them.
 func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*webhooks.Delivery, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -130,6 +130,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, u
 	for i, d := range due {
 		c := copyDelivery(d) // stored records are never mutated
 		c.NextAttemptAt = until
+		c.Attempts++
 		s.d.deliveries[c.ID] = c
 		out[i] = copyDelivery(c)
 	}

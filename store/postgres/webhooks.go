@@ -150,18 +150,19 @@ var (
 	WHERE id = $1`)
 	// qClaimDeliveries claims the pending deliveries due at $1, at most
 	// $2, earliest due first, skipping rows another transaction has
-	// locked (another process claiming them), and moves their claim to $3
-	// (claim_webhook_deliveries, migration 007, which also explains why it
-	// is a function). The delivery's NextAttemptAt becomes $3, the lease's
-	// end. Like qRecordAttempts it commits without waiting for the WAL
-	// flush: a claim lost in a database crash leaves the deliveries due, to
-	// be claimed again.
+	// locked (another process claiming them), moves their claim to $3 and
+	// counts the attempt it starts (claim_webhook_attempts, migration 008;
+	// migration 007 explains why it is a function). The delivery's
+	// NextAttemptAt becomes $3, the lease's end. Like qRecordAttempts it
+	// commits without waiting for the WAL flush: a claim lost in a
+	// database crash leaves the deliveries due, to be claimed again, and
+	// the attempt uncounted.
 	qClaimDeliveries = newPreparedQuery(`
 	SELECT c.id, c.environment_id, c.event_id, c.type, c.integration_key, c.connection_id, c.url,
 		c.body, c.status, c.attempts, c.last_status_code, c.last_error, c.created_at, c.updated_at,
 		c.delivered_at, $3::timestamptz AS next_attempt_at
 	FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg,
-		{s}.claim_webhook_deliveries($1, $2, $3) c`)
+		{s}.claim_webhook_attempts($1, $2, $3) c`)
 )
 
 // deliveryValueTypes are the SQL types of the columns of deliveryColumns, in
@@ -315,8 +316,8 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 }
 
 // ClaimDeliveries claims up to limit pending deliveries due at now,
-// earliest due first, by moving their NextAttemptAt to until, and returns
-// them. Rows that another transaction holds locked (another process
+// earliest due first, by moving their NextAttemptAt to until, counts the
+// attempt it starts (Attempts+1), and returns them. Rows that another transaction holds locked (another process
 // claiming them at the same moment) are skipped, not waited for. It is
 // refused inside a transaction: a claim must be visible to other processes
 // at once.

@@ -377,9 +377,9 @@ func testDeliveryRequeue(t *testing.T, s Store) {
 }
 
 // testDeliveryClaim: ClaimDeliveries returns the pending deliveries due at
-// now, earliest due first, up to limit, with NextAttemptAt moved to until;
-// a claimed delivery is not claimed again before until, or before an update
-// makes it due again.
+// now, earliest due first, up to limit, with NextAttemptAt moved to until
+// and the attempt counted (Attempts+1, stored); a claimed delivery is not
+// claimed again before until, or before an update makes it due again.
 func testDeliveryClaim(t *testing.T, s Store) {
 	ctx := t.Context()
 	env := newEnv(t, s, "dev")
@@ -414,6 +414,21 @@ func testDeliveryClaim(t *testing.T, s Store) {
 		if string(d.Body) != `{"type":"auth","connectionId":"u1"}` || d.URL == "" || d.EnvironmentID != env.ID {
 			t.Errorf("claimed %s lacks its fields: %+v", d.ID, d)
 		}
+		if d.Attempts != 1 {
+			t.Errorf("claimed %s: Attempts %d, want 1 (the claim counts the attempt it starts)", d.ID, d.Attempts)
+		}
+		stored, err := s.GetDelivery(ctx, d.ID)
+		must(t, err)
+		if stored.Attempts != 1 {
+			t.Errorf("claimed %s: stored Attempts %d, want 1", d.ID, stored.Attempts)
+		}
+	}
+	for _, id := range []string{"b", "later", "done", "failed"} {
+		d, err := s.GetDelivery(ctx, id)
+		must(t, err)
+		if d.Attempts != 0 {
+			t.Errorf("unclaimed %s: Attempts %d, want 0", id, d.Attempts)
+		}
 	}
 	got, err = s.ClaimDeliveries(ctx, at(10), 10, at(100))
 	must(t, err)
@@ -437,7 +452,7 @@ func testDeliveryClaim(t *testing.T, s Store) {
 	got, err = s.ClaimDeliveries(ctx, at(20), 10, at(100))
 	must(t, err)
 	diff(t, "claim when the retry is due", []string{"c"}, ids(got))
-	if got[0].Attempts != 1 || got[0].LastStatusCode != 500 {
+	if got[0].Attempts != 2 || got[0].LastStatusCode != 500 {
 		t.Errorf("claimed retry %+v", got[0])
 	}
 	// The lease ends: another process takes over what a dead one claimed
