@@ -57,10 +57,30 @@ type Delivery struct {
 // anything.
 type DeliveryFilter struct {
 	EnvironmentID int64
-	Status        string
-	ConnectionID  string
+	// Status is pending, delivered or failed.
+	Status string
+	// Type is the webhook type (TypeAuth, TypeSync, ...).
+	Type string
+	// IntegrationKey is the integration's unique key (provider config
+	// key).
+	IntegrationKey string
+	ConnectionID   string
+	// After continues a listing: only the deliveries that come after this
+	// position in the newest-first order (created before it, or at the
+	// same time with a smaller ID). Deliveries created meanwhile are newer
+	// than any position, so that paging with the last delivery of each
+	// page neither repeats nor skips one.
+	After *DeliveryCursor
 	// Limit caps the result; 0 means 100. Newest first.
 	Limit int
+}
+
+// DeliveryCursor is a position in the newest-first order of deliveries:
+// that of the delivery with this CreatedAt and ID. Its String form is the
+// opaque next_cursor of the deliveries API; ParseDeliveryCursor reads it.
+type DeliveryCursor struct {
+	CreatedAt time.Time
+	ID        string
 }
 
 // Store is what the webhooks package needs from storage.
@@ -74,7 +94,8 @@ type Store interface {
 	// LastStatusCode, LastError, UpdatedAt, DeliveredAt, NextAttemptAt) of
 	// the delivery with d.ID, or returns ErrNotFound.
 	UpdateDelivery(ctx context.Context, d *Delivery) error
-	// ListDeliveries returns matching deliveries, newest first.
+	// ListDeliveries returns matching deliveries, newest first (by
+	// CreatedAt, then by ID, both descending), after f.After when set.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
 	// ClaimDeliveries claims up to limit pending deliveries that are due
 	// at now (NextAttemptAt not after now), earliest due first, by setting
@@ -96,6 +117,13 @@ type Requeuer interface {
 	// returns the delivery as it was before. A pending delivery is
 	// ErrConflict; a missing one ErrNotFound.
 	RequeueDelivery(ctx context.Context, id string, at time.Time) (*Delivery, error)
+	// RequeueFailed makes up to limit failed deliveries that match f
+	// (its EnvironmentID, Type, IntegrationKey and ConnectionID; Status,
+	// After and Limit are ignored) pending again, oldest first, as
+	// RequeueDelivery does each, and returns how many it requeued. Of
+	// concurrent calls, each requeues other deliveries (Postgres: FOR
+	// UPDATE SKIP LOCKED). A limit of 0 or less requeues none.
+	RequeueFailed(ctx context.Context, f DeliveryFilter, limit int, at time.Time) (int, error)
 }
 
 // Attempt is the outcome of one delivery attempt: the delivery with its

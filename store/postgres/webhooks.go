@@ -98,6 +98,9 @@ var (
 	// qListDeliveries is completed with the conditions, order and limit of
 	// each call.
 	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
+	// qWebhookDeliveriesTable is the outbox table's qualified name, for
+	// statements built per call.
+	qWebhookDeliveriesTable = newQuery(`{s}.webhook_deliveries`)
 	// qRecordAttempts updates deliveries and appends their log entries in
 	// one statement, committed without waiting for the WAL flush
 	// (synchronous_commit off for its own implicit transaction only). Each
@@ -426,14 +429,29 @@ func (s *Store) recordAttempts(ctx context.Context, as []webhooks.Attempt) error
 	return dbErr(ctx, "record webhook attempts", err, nil)
 }
 
-// ListDeliveries returns the deliveries matching f, newest first (by
-// CreatedAt, then by ID, both descending). An EnvironmentID of 0 matches
-// every environment; a Limit of 0 means [DefaultDeliveriesLimit].
-func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
-	var w where
+// deliveryConds adds the conditions on the environment, type, integration
+// and connection of f.
+func deliveryConds(w *where, f webhooks.DeliveryFilter) {
 	if f.EnvironmentID != 0 {
 		w.add("environment_id = ?", f.EnvironmentID)
 	}
+	if f.Type != "" {
+		w.add("type = ?", f.Type)
+	}
+	if f.IntegrationKey != "" {
+		w.add("integration_key = ?", f.IntegrationKey)
+	}
+	if f.ConnectionID != "" {
+		w.add("connection_id = ?", f.ConnectionID)
+	}
+}
+
+// ListDeliveries returns the deliveries matching f, newest first (by
+// CreatedAt, then by ID, both descending), after f.After when set. An
+// EnvironmentID of 0 matches every environment; a Limit of 0 means
+// [DefaultDeliveriesLimit].
+func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
+	var w where
 	switch f.Status {
 	case "":
 	case webhooks.StatusPending, webhooks.StatusDelivered, webhooks.StatusFailed:
@@ -443,8 +461,11 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	default:
 		w.add("status = ?", f.Status)
 	}
-	if f.ConnectionID != "" {
-		w.add("connection_id = ?", f.ConnectionID)
+	deliveryConds(&w, f)
+	if f.After != nil {
+		// A row comparison, which the indexes ordered by (created_at,
+		// id) serve as a range.
+		w.conds = append(w.conds, "(created_at, id) < ("+w.arg(f.After.CreatedAt.UTC())+"::timestamptz, "+w.arg(f.After.ID)+")")
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -461,6 +482,39 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 		out[i] = rows[i].delivery()
 	}
 	return out, nil
+}
+
+// RequeueFailed makes up to limit failed deliveries matching f pending
+// again, oldest first, in one statement, and returns how many. Rows that
+// another transaction holds locked are skipped. The failed deliveries of
+// an environment are read through their partial index (migration 007).
+func (s *Store) RequeueFailed(ctx context.Context, f webhooks.DeliveryFilter, limit int, at time.Time) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var w where
+	w.conds = append(w.conds, "status = 'failed'")
+	deliveryConds(&w, f)
+	lim := w.arg(limit)
+	query := `
+	WITH picked AS (
+		SELECT id FROM ` + s.text(qWebhookDeliveriesTable) + w.String() + `
+		ORDER BY created_at, id
+		LIMIT ` + lim + `
+		FOR UPDATE SKIP LOCKED)
+	UPDATE ` + s.text(qWebhookDeliveriesTable) + ` d
+	SET status = 'pending', attempts = 0, last_status_code = 0, last_error = '', delivered_at = NULL,
+		updated_at = ` + w.arg(at.UTC()) + `, next_attempt_at = '0001-01-01 00:00:00+00', claimed_until = '-infinity'
+	FROM picked WHERE d.id = picked.id`
+	res, err := s.ext(ctx).ExecContext(ctx, query, w.args...)
+	if err != nil {
+		return 0, dbErr(ctx, "requeue failed webhook deliveries", err, nil)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, dbErr(ctx, "requeue failed webhook deliveries", err, nil)
+	}
+	return int(n), nil
 }
 
 var _ webhooks.AttemptRecorder = (*Store)(nil)
