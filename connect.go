@@ -215,6 +215,7 @@ type Service struct {
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
 	deliverer *webhooks.Deliverer
+	outbox    *webhooks.Outbox
 
 	mu      sync.Mutex
 	started bool
@@ -569,7 +570,8 @@ func (s *Service) ReencryptSecrets(ctx context.Context) (int, error) {
 }
 
 // APIHandler serves the API-key routes: providers, integrations,
-// connections, connect sessions and environment variables. GET /integrations
+// connections, connect sessions, environment variables and webhook
+// deliveries. GET /integrations
 // and GET /providers/{provider} also accept a connect session token as
 // bearer, as the connect UI calls them (the integrations listed are then
 // those the session allows); every other route refuses one. Mount it at the
@@ -670,6 +672,7 @@ func (s *Service) registerAPI(mux *http.ServeMux) {
 	s.connections.Routes(rt)
 	s.sessions.Routes(rt)
 	s.environments.Routes(rt)
+	s.outbox.Routes(rt)
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
 	}))
@@ -713,6 +716,13 @@ func (s *Service) setupWebhooks() error {
 	if err := s.scheduler.Register(webhooks.JobKind, s.deliverer.Handle); err != nil {
 		return fmt.Errorf("connect: register the webhook delivery job: %w", err)
 	}
+	s.outbox = webhooks.NewOutbox(webhooks.OutboxConfig{
+		Store:      cfg.Store,
+		Scheduler:  s.scheduler,
+		Transactor: cfg.Store,
+		Log:        s.log,
+		Now:        cfg.Now,
+	})
 	s.notifier = cfg.Notifier
 	if s.notifier == nil {
 		s.notifier = webhooks.NewNotifier(webhooks.NotifierConfig{
@@ -749,11 +759,15 @@ func (s *Service) Notify(ctx context.Context, e webhooks.Event) error {
 	return s.notifier.Notify(ctx, e)
 }
 
+// Webhooks lists and resends webhook deliveries, as the routes under
+// /webhooks/deliveries do (see webhooks.Outbox.Routes).
+func (s *Service) Webhooks() *webhooks.Outbox { return s.outbox }
+
 // ListWebhookDeliveries lists webhook deliveries, newest first: for
 // example the failed ones of an environment, with
 // webhooks.DeliveryFilter{EnvironmentID: id, Status: webhooks.StatusFailed}.
 // A zero EnvironmentID lists every environment. Limit defaults to 100 and
-// is at most 1000.
+// is at most 1000. For pages (a next position) use Webhooks().List.
 func (s *Service) ListWebhookDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
@@ -763,35 +777,10 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, f webhooks.Delivery
 
 // ResendWebhook sends a failed (or delivered) webhook again, to the same URL
 // with the same body and delivery id: it makes the delivery pending with a
-// fresh attempt budget and enqueues its job, in one transaction. A pending
+// fresh set of attempts and enqueues its job, in one transaction. A pending
 // delivery is ErrConflict (it is being delivered); an unknown id is
-// ErrNotFound.
+// ErrNotFound. Webhooks().ResendFailed resends failed ones in bulk.
 func (s *Service) ResendWebhook(ctx context.Context, deliveryID string) error {
-	return s.store.WithTx(ctx, func(ctx context.Context) error {
-		// Requeued atomically: of two concurrent resends, one queues the
-		// delivery and the other finds it pending.
-		d, err := s.store.RequeueDelivery(ctx, deliveryID, s.cfg.Now().UTC().Truncate(time.Microsecond))
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return store.NotFound("webhook_delivery_not_found", "No webhook delivery %q.", deliveryID)
-		case errors.Is(err, store.ErrConflict):
-			return store.Conflict("webhook_delivery_pending", "Webhook delivery %q is still pending.", deliveryID)
-		case err != nil:
-			return err
-		}
-		previous := d.Status
-		if err := s.scheduler.Enqueue(ctx, webhooks.NewJob()); err != nil {
-			return fmt.Errorf("connect: enqueue webhook delivery: %w", err)
-		}
-		_, err = s.log.Record(ctx, &oplog.Entry{
-			EnvironmentID:  d.EnvironmentID,
-			Type:           "webhook",
-			Operation:      "resend",
-			IntegrationKey: d.IntegrationKey,
-			ConnectionID:   d.ConnectionID,
-			Message:        fmt.Sprintf("%s webhook queued again (was %s)", d.Type, previous),
-			Meta:           map[string]any{"delivery_id": d.ID, "event_id": d.EventID, "previous_status": previous},
-		})
-		return err
-	})
+	_, err := s.outbox.Resend(ctx, 0, deliveryID)
+	return err
 }
