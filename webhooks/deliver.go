@@ -24,8 +24,8 @@ import (
 
 // DeliveryConfig tunes webhook delivery. The zero value gives the documented
 // defaults: the spec's first attempts (the first and 2 fast retries, 100 ms
-// then 200 ms apart), then the slow retries of DefaultSchedule, from 5
-// seconds to 10 hours apart, so that the attempts of one delivery span
+// then 200 ms apart), then the slow retries of DefaultSchedule, from 1
+// second to 10 hours apart, so that the attempts of one delivery span
 // about 26 hours (see Span); 20 s each, 64 at once per process.
 //
 // Attempts counts every POST of a delivery, the first included: a delivery
@@ -97,17 +97,20 @@ const (
 )
 
 // DefaultSchedule returns the default waits of the slow retries (see
-// DeliveryConfig.Schedule): 5 s, 30 s, 2 min, 5 min, 15 min, 30 min, 1 h,
-// 2 h, 4 h, 8 h and 10 h. With the default fast retries, a delivery has 14
-// attempts over about 25 hours 53 minutes: an outage of the receiver
-// shorter than a day loses nothing, and the short first waits deliver
-// soon after the usual short outages (a deploy, a restart). Like the
-// schedules of the major webhook senders, waits grow to hours, so that a
-// receiver down for long gets a few attempts an hour rather than a flood.
+// DeliveryConfig.Schedule): 1 s, 5 s, 10 s, 30 s, 1 min, 2 min, 5 min,
+// 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 10 h. With the default fast
+// retries, a delivery has 17 attempts over about 25 hours 49 minutes: an
+// outage of the receiver shorter than a day loses nothing, and the short
+// first waits deliver within seconds of the end of the usual short
+// outages (a deploy, a restart: a webhook that met a 10-second outage
+// arrives at most 10 s after it ended). Like the schedules of the major
+// webhook senders, waits then grow to hours, so that a receiver down for
+// long gets a few attempts an hour rather than a flood.
 func DefaultSchedule() []time.Duration {
 	return []time.Duration{
-		5 * time.Second, 30 * time.Second, 2 * time.Minute, 5 * time.Minute, 15 * time.Minute,
-		30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 10 * time.Hour,
+		time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
+		5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
+		8 * time.Hour, 10 * time.Hour,
 	}
 }
 

@@ -27,7 +27,7 @@
 // headers of [Sign]. The job only wakes it ([Deliverer.Handle]); it also
 // looks every PollInterval and when a retry falls due. A non-2xx answer is
 // retried: first as the spec says (2 retries, 100 ms backoff doubling),
-// then on the slow [DefaultSchedule] (5 s to 10 h apart, about 26 hours in
+// then on the slow [DefaultSchedule] (1 s to 10 h apart, about 26 hours in
 // all), 20 s per attempt, redirects not followed; a 429's or 503's
 // Retry-After postpones the next attempt when it asks for longer. Between
 // attempts the delivery waits in the outbox, pending and due at the time of
