@@ -156,16 +156,15 @@ var (
 	// locked (another process claiming them), moves their claim to $3 and
 	// counts the attempt it starts (claim_webhook_attempts, migration 008;
 	// migration 007 explains why it is a function). The delivery's
-	// NextAttemptAt becomes $3, the lease's end. Like qRecordAttempts it
-	// commits without waiting for the WAL flush: a claim lost in a
-	// database crash leaves the deliveries due, to be claimed again, and
-	// the attempt uncounted.
+	// NextAttemptAt becomes $3, the lease's end. Unlike qRecordAttempts it
+	// waits for the WAL flush (one per claimed batch): the count of an
+	// attempt is durable before its POST leaves, so that not even a
+	// database crash undercounts.
 	qClaimDeliveries = newPreparedQuery(`
 	SELECT c.id, c.environment_id, c.event_id, c.type, c.integration_key, c.connection_id, c.url,
 		c.body, c.status, c.attempts, c.last_status_code, c.last_error, c.created_at, c.updated_at,
 		c.delivered_at, $3::timestamptz AS next_attempt_at
-	FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg,
-		{s}.claim_webhook_attempts($1, $2, $3) c`)
+	FROM {s}.claim_webhook_attempts($1, $2, $3) c`)
 )
 
 // deliveryValueTypes are the SQL types of the columns of deliveryColumns, in
