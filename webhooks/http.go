@@ -39,7 +39,8 @@ func (o *Outbox) Routes(rt *httpapi.Router) {
 			if err != nil {
 				return err
 			}
-			f.EnvironmentID = p.EnvironmentID
+			// Listed deliveries carry no body: do not read them.
+			f.EnvironmentID, f.OmitBody = p.EnvironmentID, true
 			page, err := o.List(r.Context(), f)
 			if err != nil {
 				return err

@@ -73,6 +73,10 @@ type DeliveryFilter struct {
 	After *DeliveryCursor
 	// Limit caps the result; 0 means 100. Newest first.
 	Limit int
+	// OmitBody leaves the Body of the deliveries listed empty, which
+	// spares reading bodies (which may be large) that the caller does not
+	// need.
+	OmitBody bool
 }
 
 // DeliveryCursor is a position in the newest-first order of deliveries:

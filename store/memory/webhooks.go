@@ -192,6 +192,9 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	out := make([]*webhooks.Delivery, len(matched))
 	for i, d := range matched {
 		out[i] = copyDelivery(d)
+		if f.OmitBody {
+			out[i].Body = []byte{}
+		}
 	}
 	return out, nil
 }

@@ -98,6 +98,10 @@ var (
 	// qListDeliveries is completed with the conditions, order and limit of
 	// each call.
 	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
+	// qListDeliveriesOmitBody is qListDeliveries without the bodies.
+	qListDeliveriesOmitBody = newQuery(`SELECT id, environment_id, event_id, type, integration_key, connection_id, url,
+	NULL::bytea AS body, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at,
+	next_attempt_at FROM {s}.webhook_deliveries`)
 	// qWebhookDeliveriesTable is the outbox table's qualified name, for
 	// statements built per call.
 	qWebhookDeliveriesTable = newQuery(`{s}.webhook_deliveries`)
@@ -470,7 +474,11 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	if limit <= 0 {
 		limit = DefaultDeliveriesLimit
 	}
-	query := s.text(qListDeliveries) + w.String() +
+	q := qListDeliveries
+	if f.OmitBody {
+		q = qListDeliveriesOmitBody
+	}
+	query := s.text(q) + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
 	var rows []deliveryRow
 	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, query, w.args...); err != nil {

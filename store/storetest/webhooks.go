@@ -271,6 +271,18 @@ func testDeliveryExactBody(t *testing.T, s Store) {
 			t.Errorf("ListDeliveries: %s: body came back as %q, want %q", got.ID, got.Body, bodies[got.ID])
 		}
 	}
+	// OmitBody: the same deliveries, with empty bodies.
+	omitted, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID, OmitBody: true})
+	must(t, err)
+	for i := range list {
+		list[i].Body = []byte{}
+	}
+	diff(t, "ListDeliveries with OmitBody", list, omitted)
+	for _, d := range omitted {
+		if d.Body == nil {
+			t.Errorf("ListDeliveries with OmitBody: %s: nil body, want empty", d.ID)
+		}
+	}
 }
 
 func testDeliveryCopies(t *testing.T, s Store) {
