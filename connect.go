@@ -110,10 +110,10 @@ type Config struct {
 	// postgres.NewScheduler(db, opts, cfg) instead: jobs are then rows
 	// inserted in the same transaction as the change that caused them,
 	// they survive restarts, and every instance on the database shares
-	// them. Its JobTimeout must cover a whole delivery (1 + Retries
-	// attempts of Webhooks.Timeout plus backoff): set it to 2 minutes or
-	// more with the default Webhooks. New registers the webhook delivery
-	// handler on it; Start and Stop start and stop it.
+	// them. The webhook delivery job only wakes the outbox (attempts run
+	// outside it, and wait in the Store between them), so the default
+	// JobTimeout suffices. New registers the webhook delivery handler on
+	// it; Start and Stop start and stop it.
 	Scheduler jobs.Scheduler
 
 	// Notifier receives events (connection created, refresh failed, sync
@@ -124,9 +124,11 @@ type Config struct {
 	// events to its own queue.
 	Notifier webhooks.Notifier
 
-	// Webhooks tunes webhook delivery: retries (default 2), backoff
-	// (default 100 ms, doubling), per-attempt timeout (default 20 s), the
-	// address policy of webhook URLs (Webhooks.Policy: by default only
+	// Webhooks tunes webhook delivery: the first retries (default 2),
+	// their backoff (default 100 ms, doubling), then the slow retries of
+	// its Schedule (default webhooks.DefaultSchedule(): the attempts of a
+	// delivery span about 26 hours), per-attempt timeout (default 20 s),
+	// the address policy of webhook URLs (Webhooks.Policy: by default only
 	// public addresses, as for providers; webhook URLs are set by the
 	// environments' API-key holders, so allow private networks only when
 	// they are your own) and the HTTP client (default: the policy checked
@@ -261,6 +263,7 @@ type Service struct {
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
 	deliverer *webhooks.Deliverer
+	outbox    *webhooks.Outbox
 
 	mu      sync.Mutex
 	started bool
@@ -649,7 +652,8 @@ func (s *Service) reencryptRecords(ctx context.Context) (int, error) {
 }
 
 // APIHandler serves the API-key routes: providers, integrations,
-// connections, connect sessions and environment variables. GET /integrations
+// connections, connect sessions, environment variables and webhook
+// deliveries. GET /integrations
 // and GET /providers/{provider} also accept a connect session token as
 // bearer, as the connect UI calls them (the integrations listed are then
 // those the session allows); every other route refuses one. Mount it at the
@@ -781,6 +785,7 @@ func (s *Service) registerAPI(mux *http.ServeMux) {
 	s.connections.Routes(rt)
 	s.sessions.Routes(rt)
 	s.environments.Routes(rt)
+	s.outbox.Routes(rt)
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
 	}))
@@ -824,6 +829,13 @@ func (s *Service) setupWebhooks() error {
 	if err := s.scheduler.Register(webhooks.JobKind, s.deliverer.Handle); err != nil {
 		return fmt.Errorf("connect: register the webhook delivery job: %w", err)
 	}
+	s.outbox = webhooks.NewOutbox(webhooks.OutboxConfig{
+		Store:      cfg.Store,
+		Scheduler:  s.scheduler,
+		Transactor: cfg.Store,
+		Log:        s.log,
+		Now:        cfg.Now,
+	})
 	s.notifier = cfg.Notifier
 	if s.notifier == nil {
 		s.notifier = webhooks.NewNotifier(webhooks.NotifierConfig{
@@ -860,11 +872,15 @@ func (s *Service) Notify(ctx context.Context, e webhooks.Event) error {
 	return s.notifier.Notify(ctx, e)
 }
 
+// Webhooks lists and resends webhook deliveries, as the routes under
+// /webhooks/deliveries do (see webhooks.Outbox.Routes).
+func (s *Service) Webhooks() *webhooks.Outbox { return s.outbox }
+
 // ListWebhookDeliveries lists webhook deliveries, newest first: for
 // example the failed ones of an environment, with
 // webhooks.DeliveryFilter{EnvironmentID: id, Status: webhooks.StatusFailed}.
 // A zero EnvironmentID lists every environment. Limit defaults to 100 and
-// is at most 1000.
+// is at most 1000. For pages (a next position) use Webhooks().List.
 func (s *Service) ListWebhookDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
@@ -874,35 +890,10 @@ func (s *Service) ListWebhookDeliveries(ctx context.Context, f webhooks.Delivery
 
 // ResendWebhook sends a failed (or delivered) webhook again, to the same URL
 // with the same body and delivery id: it makes the delivery pending with a
-// fresh attempt budget and enqueues its job, in one transaction. A pending
+// fresh set of attempts and enqueues its job, in one transaction. A pending
 // delivery is ErrConflict (it is being delivered); an unknown id is
-// ErrNotFound.
+// ErrNotFound. Webhooks().ResendFailed resends failed ones in bulk.
 func (s *Service) ResendWebhook(ctx context.Context, deliveryID string) error {
-	return s.store.WithTx(ctx, func(ctx context.Context) error {
-		// Requeued atomically: of two concurrent resends, one queues the
-		// delivery and the other finds it pending.
-		d, err := s.store.RequeueDelivery(ctx, deliveryID, s.cfg.Now().UTC().Truncate(time.Microsecond))
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return store.NotFound("webhook_delivery_not_found", "No webhook delivery %q.", deliveryID)
-		case errors.Is(err, store.ErrConflict):
-			return store.Conflict("webhook_delivery_pending", "Webhook delivery %q is still pending.", deliveryID)
-		case err != nil:
-			return err
-		}
-		previous := d.Status
-		if err := s.scheduler.Enqueue(ctx, webhooks.NewJob()); err != nil {
-			return fmt.Errorf("connect: enqueue webhook delivery: %w", err)
-		}
-		_, err = s.log.Record(ctx, &oplog.Entry{
-			EnvironmentID:  d.EnvironmentID,
-			Type:           "webhook",
-			Operation:      "resend",
-			IntegrationKey: d.IntegrationKey,
-			ConnectionID:   d.ConnectionID,
-			Message:        fmt.Sprintf("%s webhook queued again (was %s)", d.Type, previous),
-			Meta:           map[string]any{"delivery_id": d.ID, "event_id": d.EventID, "previous_status": previous},
-		})
-		return err
-	})
+	_, err := s.outbox.Resend(ctx, 0, deliveryID)
+	return err
 }

@@ -2,6 +2,7 @@ package connect_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store/postgres"
 	"github.com/embedauth/connect/webhooks"
 )
@@ -341,5 +343,123 @@ func TestWebhooksDeadInstanceLease(t *testing.T) {
 	got, total := rc.snapshot()
 	if total != 1+n || len(got) != 1+n {
 		t.Errorf("receiver got %d requests for %d webhooks (%d distinct)", total, 1+n, len(got))
+	}
+}
+
+// deadRecorder is the Store of a process that dies right after its POSTs:
+// the outcome of an attempt is never stored (RecordAttempts blocks until
+// the test ends, which also keeps that process from claiming anything
+// again).
+type deadRecorder struct {
+	*postgres.Store
+	dead chan struct{}
+}
+
+func (s *deadRecorder) RecordAttempts(ctx context.Context, as []webhooks.Attempt) error {
+	<-s.dead
+	return errors.New("the process died before recording its attempts")
+}
+
+// shortLeaseInstance is instance with the given Store and a lease of under
+// a second, so that a dead process's deliveries are taken over quickly.
+func shortLeaseInstance(t *testing.T, b *backend, st connect.Store) *connect.Service {
+	t.Helper()
+	sched, err := postgres.NewScheduler(b.db, &postgres.Options{Schema: b.schema}, postgres.SchedulerConfig{Workers: 2,
+		FetchPollInterval: 20 * time.Millisecond, CancelGrace: time.Second,
+		Test: postgres.SchedulerTestConfig{DisableStaggeredStart: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, Scheduler: sched,
+		Webhooks: webhooks.DeliveryConfig{Backoff: 5 * time.Millisecond, Timeout: 200 * time.Millisecond,
+			Lease: 700 * time.Millisecond, PollInterval: 50 * time.Millisecond,
+			Policy: egress.Policy{AllowLoopback: true}}}) // the receiver listens on 127.0.0.1
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// TestWebhookAttemptsCountedAcrossCrash: a process POSTs a webhook and dies
+// before it records the outcome; another process takes the delivery over
+// when the lease ends and sends it again. The receiver got it twice, under
+// the same delivery id, and the delivery shows 2 attempts, not 1: the
+// first was counted in the database when it started.
+func TestWebhookAttemptsCountedAcrossCrash(t *testing.T) {
+	t.Parallel()
+	rc := newCountingReceiver(t)
+	b, env := clusterSetup(t, rc.srv.URL)
+	open := func() *postgres.Store {
+		st, err := postgres.New(b.db, &postgres.Options{Schema: b.schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	dying := &deadRecorder{Store: open(), dead: make(chan struct{})}
+	a := shortLeaseInstance(t, b, dying)
+	notifyN(t, a, env, 1)
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		close(dying.dead)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		a.Stop(ctx)
+	})
+	first := rc.waitFor(t, 1)
+	ds, err := a.ListWebhookDeliveries(context.Background(), webhooks.DeliveryFilter{EnvironmentID: env.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Status != webhooks.StatusPending || ds[0].Attempts != 1 || first[ds[0].ID] != 1 {
+		t.Fatalf("after the first POST of the dead process: %+v, received %v", ds, first)
+	}
+	id := ds[0].ID
+
+	c := shortLeaseInstance(t, b, open())
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Stop(ctx)
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	var d *webhooks.Delivery
+	for {
+		ds, err := c.ListWebhookDeliveries(context.Background(), webhooks.DeliveryFilter{EnvironmentID: env.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d = ds[0]; d.Status != webhooks.StatusPending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not delivered after the takeover: %+v", d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got, _ := rc.snapshot()
+	if d.Status != webhooks.StatusDelivered || d.Attempts != 2 || got[id] != 2 {
+		t.Errorf("after the takeover: %+v; received %d times", d, got[id])
+	}
+	logs, err := c.ListLogs(context.Background(), oplog.Filter{EnvironmentID: env.ID, Type: "webhook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts []any
+	for _, l := range logs {
+		if l.Operation == "delivery" {
+			attempts = append(attempts, l.Meta["attempt"])
+		}
+	}
+	// The dead process's attempt left no entry; the one that delivered
+	// is attempt 2.
+	if len(attempts) != 1 || attempts[0] != float64(2) {
+		t.Errorf("delivery log entries of attempts %v, want [2]", attempts)
 	}
 }

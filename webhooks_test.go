@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -80,6 +81,9 @@ func (r *hookReceiver) authentic(h http.Header, body []byte) bool {
 	ok := h.Get("Content-Type") == "application/json" &&
 		hmac.Equal([]byte(h.Get("X-Svc-Hmac-Sha256")), []byte(want)) &&
 		h.Get("X-Svc-Signature") == hex.EncodeToString(legacy[:]) &&
+		// Nango's names for the same two values, which its receivers read.
+		hmac.Equal([]byte(h.Get("X-Nango-Hmac-Sha256")), []byte(want)) &&
+		h.Get("X-Nango-Signature") == hex.EncodeToString(legacy[:]) &&
 		h.Get("X-Svc-Webhook-Signature") == "v1="+hex.EncodeToString(v1.Sum(nil))
 	// And the package's own verifier, with replay protection, agrees.
 	verr := webhooks.Verify(h, body, hookKey, &webhooks.VerifyOptions{Tolerance: time.Minute, Now: r.now})
@@ -279,8 +283,9 @@ func (c *lateClock) Now() time.Time {
 }
 
 // TestWebhookFailedThenResent: a receiver that is down makes the delivery
-// fail; it is listed, and once the receiver is back ResendWebhook delivers
-// it.
+// fail once its attempts are used up (here the fast ones alone: no slow
+// schedule); it is listed, and once the receiver is back ResendWebhook
+// delivers it.
 func TestWebhookFailedThenResent(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, b *backend) {
@@ -297,7 +302,7 @@ func TestWebhookFailedThenResent(t *testing.T) {
 				return up
 			})
 			return []string{rc.srv.URL}
-		})
+		}, func(cfg *connect.Config) { cfg.Webhooks.Schedule = []time.Duration{} })
 		ctx := t.Context()
 		if err := bu.svc.Notify(ctx, authEvent(bu, "c2", webhooks.OperationOverride)); err != nil {
 			t.Fatal(err)
@@ -629,4 +634,181 @@ func TestWebhookConfigErrors(t *testing.T) {
 	if err == nil {
 		t.Error("negative backoff accepted")
 	}
+}
+
+// outageSchedule is a slow schedule shortened for tests: after the fast
+// retries (5 ms, 10 ms), waits from 20 ms growing to 250 ms, 44 of them
+// (about 10 s in all), so that the deliveries of a test outlive an outage
+// of a fraction of that.
+func outageSchedule() []time.Duration {
+	s := []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 160 * time.Millisecond}
+	for range 40 {
+		s = append(s, 250*time.Millisecond)
+	}
+	return s
+}
+
+// waitPastFastRetries waits until every delivery of the environment has
+// used up the spec's first three attempts and started a fourth (Attempts is
+// counted when an attempt starts), or one of them failed; it returns them.
+func waitPastFastRetries(t *testing.T, bu *bundle, n int) []*webhooks.Delivery {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ds := bu.deliveries(t, webhooks.DeliveryFilter{})
+		past := 0
+		for _, d := range ds {
+			if d.Status == webhooks.StatusFailed {
+				return ds
+			}
+			if d.Attempts >= 4 {
+				past++
+			}
+		}
+		if len(ds) == n && past == n {
+			return ds
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 15s, %d of %d deliveries are past their first three attempts", past, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestWebhooksOutliveReceiverOutage: a receiver that is down (it answers
+// 503, or refuses connections) well past the spec's first three attempts
+// and then comes back gets every webhook: the deliveries stay pending on
+// the slow schedule instead of failing, and each arrives, signed, under its
+// delivery id, with every attempt counted and logged.
+func TestWebhooksOutliveReceiverOutage(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	notify := func(t *testing.T, bu *bundle) {
+		for i := range n {
+			conn := []string{"c1", "c2"}[i%2]
+			if err := bu.svc.Notify(t.Context(), authEvent(bu, conn, webhooks.OperationCreation)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	schedule := func(cfg *connect.Config) { cfg.Webhooks.Schedule = outageSchedule() }
+	// check: every delivery is delivered after more than the first three
+	// attempts, and each attempt is in the log.
+	check := func(t *testing.T, bu *bundle, ds []*webhooks.Delivery) {
+		t.Helper()
+		for _, d := range ds {
+			if d.Status != webhooks.StatusDelivered || d.Attempts < 4 || d.LastStatusCode != 200 {
+				t.Errorf("delivery %s: %s after %d attempts (last status %d)", d.ID, d.Status, d.Attempts, d.LastStatusCode)
+				continue
+			}
+			logs := deliveryLogs(t, bu, d.ID)
+			if len(logs) != d.Attempts {
+				t.Errorf("delivery %s: %d attempts, %d log entries", d.ID, d.Attempts, len(logs))
+				continue
+			}
+			for i, l := range logs {
+				if l.Meta["attempt"] != float64(i+1) {
+					t.Errorf("delivery %s: log entry %d is of attempt %v", d.ID, i+1, l.Meta["attempt"])
+				}
+			}
+			if last := logs[len(logs)-1]; last.Status != oplog.StatusSuccess {
+				t.Errorf("delivery %s: last log entry %s %q", d.ID, last.Status, last.Message)
+			}
+		}
+	}
+
+	t.Run("503", func(t *testing.T) {
+		t.Parallel()
+		backends(t, func(t *testing.T, b *backend) {
+			var mu sync.Mutex
+			up := false
+			var rc *hookReceiver
+			bu := setupLater(t, b, func(now func() time.Time) []string {
+				rc = newHookReceiver(t, now, func(_ int, w http.ResponseWriter) bool {
+					mu.Lock()
+					defer mu.Unlock()
+					if !up {
+						w.WriteHeader(http.StatusServiceUnavailable)
+						return true
+					}
+					w.WriteHeader(http.StatusOK)
+					return true
+				})
+				return []string{rc.srv.URL}
+			}, schedule)
+			notify(t, bu)
+			for _, d := range waitPastFastRetries(t, bu, n) {
+				if d.Status != webhooks.StatusPending {
+					t.Fatalf("delivery %s is %s after %d attempts while the receiver is down; want pending", d.ID, d.Status, d.Attempts)
+				}
+			}
+			mu.Lock()
+			up = true
+			mu.Unlock()
+			ds := bu.settle(t, n)
+			check(t, bu, ds)
+			// Every webhook arrived, authentic, under its delivery id.
+			ok := map[string]bool{}
+			for _, c := range rc.calls() {
+				if !c.authentic {
+					t.Errorf("a call of %s was not authentic", c.id)
+				}
+				ok[c.id] = true
+			}
+			for _, d := range ds {
+				if !ok[d.ID] {
+					t.Errorf("delivery %s never reached the receiver", d.ID)
+				}
+			}
+		})
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		backends(t, func(t *testing.T, b *backend) {
+			// An address nobody listens on: connections are refused.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			var mu sync.Mutex
+			got := map[string]int{}
+			bu := hookSetup(t, b, []string{"http://" + addr + "/hooks"}, schedule)
+			notify(t, bu)
+			for _, d := range waitPastFastRetries(t, bu, n) {
+				if d.Status != webhooks.StatusPending || d.LastStatusCode != 0 || d.LastError == "" {
+					t.Fatalf("delivery %s is %s after %d attempts (%q) while the receiver refuses connections; want pending",
+						d.ID, d.Status, d.Attempts, d.LastError)
+				}
+			}
+			// The receiver comes back on the same address.
+			ln, err = net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatalf("listening again on %s: %v", addr, err)
+			}
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				if webhooks.Verify(r.Header, body, hookKey, nil) != nil {
+					w.WriteHeader(http.StatusUnauthorized)
+					return
+				}
+				mu.Lock()
+				got[r.Header.Get(webhooks.HeaderDeliveryID)]++
+				mu.Unlock()
+			})}
+			go srv.Serve(ln)
+			t.Cleanup(func() { srv.Close() })
+			ds := bu.settle(t, n)
+			check(t, bu, ds)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, d := range ds {
+				if got[d.ID] != 1 {
+					t.Errorf("delivery %s arrived %d times", d.ID, got[d.ID])
+				}
+			}
+		})
+	})
 }

@@ -13,7 +13,12 @@
 // NANGO_E2E_UPSTREAM_URL and NANGO_E2E_UPSTREAM2_URL, gives the server a providers file whose
 // base URLs point at them (CONNECT_PROVIDERS_FILE) and CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true
 // (the older name of CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS), and checks afterwards that the
-// server's API key never reached them.
+// server's API key never reached them. For the webhook test
+// (e2e/node/webhook.test.mjs) it starts the host application's webhook endpoint
+// (webhook_sink_test.go), gives the server its URL and a signing key (CONNECT_WEBHOOK_URLS,
+// CONNECT_WEBHOOK_SIGNING_KEY) and passes both to node (NANGO_E2E_WEBHOOK_SINK_URL,
+// NANGO_E2E_WEBHOOK_SIGNING_KEY): the Node test connects an end user through a connect session,
+// and checks the auth webhook that arrives with the client's own verifyIncomingWebhookRequest.
 //
 // TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs the same way, with
 // playwright-core driving headless Chromium (Debian's chromium, or CHROMIUM_PATH; --no-sandbox

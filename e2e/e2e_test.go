@@ -35,6 +35,10 @@ const (
 	shutdownTimeout = 30 * time.Second
 )
 
+// e2eWebhookSigningKey is the dev environment's webhook signing key (CONNECT_WEBHOOK_SIGNING_KEY),
+// with which e2e/node/webhook.test.mjs verifies the webhooks it receives.
+const e2eWebhookSigningKey = "e2e-node-webhook-signing-key-0123456789"
+
 // devEnvVars is what the server is given as CONNECT_DEV_ENV_VARS and what the Node test expects
 // back from getEnvironmentVariables. The second value has characters that need escaping on the
 // way in and out.
@@ -88,7 +92,11 @@ func TestNodeClient(t *testing.T) {
 	// The provider APIs of the proxy tests: the second one is a redirect target on another port.
 	upstream2 := startUpstream(t, "")
 	upstream := startUpstream(t, upstream2.srv.URL)
+	// The host application's webhook endpoint (e2e/node/webhook.test.mjs).
+	sink := startWebhookSink(t)
 	srv := startServer(ctx, t, bin, []string{
+		"CONNECT_WEBHOOK_URLS=" + sink.srv.URL + "/hooks",
+		"CONNECT_WEBHOOK_SIGNING_KEY=" + e2eWebhookSigningKey,
 		// The fake upstreams listen on 127.0.0.1.
 		"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true",
 		"CONNECT_PROVIDERS_FILE=" + writeProviders(t, upstream.srv.URL),
@@ -107,8 +115,13 @@ func TestNodeClient(t *testing.T) {
 		"CONNECT_DEV_ENV_VARS=" + string(envVarsJSON),
 		"NANGO_E2E_UPSTREAM_URL=" + upstream.srv.URL,
 		"NANGO_E2E_UPSTREAM2_URL=" + upstream2.srv.URL,
+		"NANGO_E2E_WEBHOOK_SINK_URL=" + sink.srv.URL,
+		"NANGO_E2E_WEBHOOK_SIGNING_KEY=" + e2eWebhookSigningKey,
 		"NO_COLOR=1",
 	})
+	if sink.count() == 0 {
+		t.Error("the webhook tests received no webhook")
+	}
 	if upstream.count() == 0 {
 		t.Error("the proxy tests made no call to the fake upstream")
 	}

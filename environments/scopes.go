@@ -24,6 +24,12 @@ const (
 	ScopeProxy                = "environment:proxy"
 
 	ScopeEnvironmentVariablesRead = "environment:environment_variables:read"
+
+	// ScopeWebhooksRead lists and reads the environment's outgoing webhook
+	// deliveries (their bodies included); ScopeWebhooksWrite resends
+	// them.
+	ScopeWebhooksRead  = "environment:webhooks:read"
+	ScopeWebhooksWrite = "environment:webhooks:write"
 )
 
 // AllScopes lists every scope but ScopeAll, in documentation order.
@@ -35,6 +41,7 @@ func AllScopes() []string {
 		ScopeConnectionsUpdate, ScopeConnectionsDelete,
 		ScopeConnectSessionsWrite, ScopeActionsExecute, ScopeProxy,
 		ScopeEnvironmentVariablesRead,
+		ScopeWebhooksRead, ScopeWebhooksWrite,
 	}
 }
 

@@ -24,22 +24,40 @@ import (
 )
 
 // DeliveryConfig tunes webhook delivery. The zero value gives the documented
-// defaults: 3 attempts (the first and 2 retries), 100 ms then 200 ms apart,
-// 20 s each, 64 at once per process.
+// defaults: the spec's first attempts (the first and 2 fast retries, 100 ms
+// then 200 ms apart), then the slow retries of DefaultSchedule, from 1
+// second to 10 hours apart, so that the attempts of one delivery span
+// about 26 hours (see Span); 20 s each, 64 at once per process.
+//
+// Attempts counts every POST of a delivery, the first included: a delivery
+// has Attempts() of them, 1 + Retries + len(Schedule), and is failed when
+// the last one fails. Retries are the attempts after the first. A delivery
+// that waits for its next attempt is pending in the Store with the time of
+// that attempt: it holds no worker and survives restarts.
 type DeliveryConfig struct {
-	// Retries is the number of attempts after the first. 0 means 2;
-	// negative means none.
+	// Retries is the number of fast retries after the first attempt, with
+	// exponential backoff (Backoff, Multiplier). 0 means 2; negative means
+	// none.
 	Retries int
 	// Backoff is the wait before the first retry. Defaults to 100 ms.
 	Backoff time.Duration
-	// Multiplier grows the wait before each further retry: the wait before
-	// retry n (from 0) is Backoff·Multiplier^n. Defaults to 2.
+	// Multiplier grows the wait before each further fast retry: the wait
+	// before retry n (from 0) is Backoff·Multiplier^n. Defaults to 2.
 	Multiplier float64
+	// Schedule lists the waits before the slow retries, which follow the
+	// fast ones: the wait before the first slow retry, after the last
+	// fast attempt failed, then before each next one. nil means
+	// DefaultSchedule; an empty, non-nil slice means no slow retries (the
+	// fast ones alone). Every wait must be positive.
+	Schedule []time.Duration
 	// Timeout bounds one attempt: connecting, sending and reading the
 	// response. Defaults to 20 s.
 	Timeout time.Duration
 	// MaxRetryAfter caps the wait asked for by a 429 or 503 response's
-	// Retry-After header. Defaults to 10 minutes.
+	// Retry-After header. Such a wait postpones the next attempt when it
+	// is longer than the scheduled one; it never brings it forward, so
+	// that a receiver that answers "retry after 1 second" cannot use up
+	// the schedule in seconds. Defaults to 10 minutes.
 	MaxRetryAfter time.Duration
 	// Concurrency is the number of deliveries one process attempts at
 	// once. Defaults to 64.
@@ -87,11 +105,30 @@ const (
 	leaseMargin = time.Minute
 )
 
+// DefaultSchedule returns the default waits of the slow retries (see
+// DeliveryConfig.Schedule): 1 s, 5 s, 10 s, 30 s, 1 min, 2 min, 5 min,
+// 10 min, 30 min, 1 h, 2 h, 4 h, 8 h and 10 h. With the default fast
+// retries, a delivery has 17 attempts over about 25 hours 49 minutes: an
+// outage of the receiver shorter than a day loses nothing, and the short
+// first waits deliver within seconds of the end of the usual short
+// outages (a deploy, a restart: a webhook that met a 10-second outage
+// arrives at most 10 s after it ended). Like the schedules of the major
+// webhook senders, waits then grow to hours, so that a receiver down for
+// long gets a few attempts an hour rather than a flood.
+func DefaultSchedule() []time.Duration {
+	return []time.Duration{
+		time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
+		5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
+		8 * time.Hour, 10 * time.Hour,
+	}
+}
+
 // excerptBytes caps the response body kept in the operations log.
 const excerptBytes = 256
 
 func (c DeliveryConfig) withDefaults() DeliveryConfig {
 	c.Retries = c.retries()
+	c.Schedule = c.schedule()
 	if c.Backoff <= 0 {
 		c.Backoff = DefaultBackoff
 	}
@@ -156,14 +193,37 @@ func (c DeliveryConfig) Validate() error {
 	case c.Lease < 0:
 		return errors.New("webhooks: DeliveryConfig.Lease must not be negative")
 	}
+	for i, w := range c.Schedule {
+		if w <= 0 {
+			return fmt.Errorf("webhooks: DeliveryConfig.Schedule[%d] (%s) must be positive", i, w)
+		}
+	}
 	if d := c.withDefaults(); c.Lease > 0 && d.Lease <= 3*d.Timeout {
 		return fmt.Errorf("webhooks: DeliveryConfig.Lease (%s) must exceed three times Timeout (%s)", d.Lease, d.Timeout)
 	}
 	return nil
 }
 
-// Attempts returns the number of attempts of one delivery: 1 + Retries.
-func (c DeliveryConfig) Attempts() int { return 1 + c.retries() }
+// Attempts returns the number of attempts of one delivery: the first, the
+// fast Retries and one per wait of the Schedule.
+func (c DeliveryConfig) Attempts() int { return 1 + c.retries() + len(c.schedule()) }
+
+// Span returns the time from the first attempt of a delivery to its last,
+// when every attempt fails at once and no Retry-After asks for more: the
+// sum of the waits. An outage of the receiver shorter than that loses no
+// webhook.
+func (c DeliveryConfig) Span() time.Duration {
+	c.Client = http.DefaultClient // not used; spares withDefaults building one
+	c = c.withDefaults()
+	var span time.Duration
+	for n := 1; n < c.budget(); n++ {
+		span += c.wait(n)
+	}
+	return span
+}
+
+// budget is Attempts of a configuration with its defaults applied.
+func (c DeliveryConfig) budget() int { return 1 + c.Retries + len(c.Schedule) }
 
 // retries resolves Retries: 0 means DefaultRetries, negative none.
 func (c DeliveryConfig) retries() int {
@@ -176,8 +236,26 @@ func (c DeliveryConfig) retries() int {
 	return c.Retries
 }
 
-// wait returns the wait after failed attempt n (from 1).
+// schedule resolves Schedule: nil means DefaultSchedule.
+func (c DeliveryConfig) schedule() []time.Duration {
+	if c.Schedule == nil {
+		return DefaultSchedule()
+	}
+	return c.Schedule
+}
+
+// wait returns the wait after failed attempt n (from 1) of a configuration
+// with its defaults applied: the fast retries' backoff, then the Schedule.
 func (c DeliveryConfig) wait(n int) time.Duration {
+	if n > c.Retries {
+		if i := n - c.Retries - 1; i < len(c.Schedule) {
+			return c.Schedule[i]
+		}
+		// No attempt follows; the last wait, for a caller that asks.
+		if len(c.Schedule) > 0 {
+			return c.Schedule[len(c.Schedule)-1]
+		}
+	}
 	d := float64(c.Backoff) * math.Pow(c.Multiplier, float64(n-1))
 	if d > float64(24*time.Hour) {
 		return 24 * time.Hour
@@ -490,12 +568,13 @@ func (d *Deliverer) release(ctx context.Context, ds []*Delivery) {
 }
 
 // releaseAt makes claimed deliveries that were not attempted due again at
-// the time at.
+// the time at, taking back the attempt their claim counted.
 func (d *Deliverer) releaseAt(ctx context.Context, ds []*Delivery, at time.Time) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, del := range ds {
 		del.NextAttemptAt = at
+		del.Attempts = max(del.Attempts-1, 0)
 		if err := d.store.UpdateDelivery(ctx, del); err != nil && !errors.Is(err, store.ErrNotFound) {
 			// The lease ends it anyway.
 			d.logger.Error("webhooks: releasing a claimed delivery failed", "delivery_id", del.ID, "err", err)
@@ -505,10 +584,12 @@ func (d *Deliverer) releaseAt(ctx context.Context, ds []*Delivery, at time.Time)
 
 // deliver makes one attempt of a claimed delivery and records its outcome:
 // delivered, failed (no attempts left), or pending and due after the
-// backoff, or what a 429's Retry-After asks. An attempt that ctx cuts short
-// does not count: the delivery is released, due again at once. With rec,
-// the outcome is handed to it and stored in the background; otherwise it
-// is stored before deliver returns.
+// attempt's wait (see DeliveryConfig), or later when a 429's or 503's
+// Retry-After asks for more. The claim counted the attempt (del.Attempts
+// is its number); an attempt that does not happen after all, or that ctx
+// cuts short, is not counted: the delivery is released, due again at once.
+// With rec, the outcome is handed to it and stored in the background;
+// otherwise it is stored before deliver returns.
 func (d *Deliverer) deliver(ctx context.Context, rec *recordQueue, del *Delivery) {
 	if err := d.deliverOnce(ctx, rec, del); err != nil && ctx.Err() == nil {
 		d.logger.Error("webhooks: recording a delivery attempt failed", "delivery_id", del.ID, "err", err)
@@ -519,16 +600,24 @@ func (d *Deliverer) deliverOnce(ctx context.Context, rec *recordQueue, del *Deli
 	if del.Status != StatusPending {
 		return nil
 	}
-	budget := 1 + d.cfg.Retries
-	if del.Attempts >= budget {
-		// The budget shrank since it was queued.
+	budget := d.cfg.budget()
+	if del.Attempts > budget {
+		// No attempt left for this one: the budget shrank since the
+		// delivery was queued, or a crash ended its last attempt before
+		// the outcome was recorded. It is not attempted: the claim's count
+		// is taken back.
+		del.Attempts--
 		del.Status = StatusFailed
+		if del.LastError == "" {
+			del.LastError = "no attempts left"
+		}
 		del.UpdatedAt = d.stamp()
 		return d.update(ctx, del)
 	}
 	key, err := d.signingKey(ctx, del.EnvironmentID)
 	if errors.Is(err, store.ErrNotFound) {
 		// The environment is gone: nothing will ever deliver this.
+		del.Attempts = max(del.Attempts-1, 0)
 		del.Status = StatusFailed
 		del.LastError = "environment not found"
 		del.UpdatedAt = d.stamp()
@@ -553,7 +642,6 @@ func (d *Deliverer) deliverOnce(ctx context.Context, rec *recordQueue, del *Deli
 		defer cancel()
 		ctx = sctx
 	}
-	del.Attempts++
 	del.LastStatusCode = res.status
 	del.LastError = res.errText
 	del.UpdatedAt = d.stamp()
@@ -568,9 +656,11 @@ func (d *Deliverer) deliverOnce(ctx context.Context, rec *recordQueue, del *Deli
 	default:
 		wait := d.cfg.wait(del.Attempts)
 		if res.retryAfter >= 0 {
-			wait = min(res.retryAfter, d.cfg.MaxRetryAfter)
+			// Retry-After postpones, never hastens (see MaxRetryAfter).
+			wait = max(wait, min(res.retryAfter, d.cfg.MaxRetryAfter))
 		}
 		del.NextAttemptAt = schedNow().Add(wait)
+		res.next = wait
 	}
 	if err := d.save(ctx, rec, del, res, budget); err != nil {
 		return err
@@ -608,6 +698,9 @@ type attemptResult struct {
 	duration time.Duration
 	// retryAfter is the wait a 429 or 503 asked for; -1 when none.
 	retryAfter time.Duration
+	// next is the wait before the next attempt of a delivery that stays
+	// pending.
+	next time.Duration
 }
 
 // attempt POSTs the delivery once.
@@ -746,6 +839,8 @@ func attemptEntry(del *Delivery, res attemptResult, budget int) *oplog.Entry {
 		msg = fmt.Sprintf("%s webhook delivered (attempt %d of %d, status %d)", del.Type, del.Attempts, budget, res.status)
 	} else if del.Status == StatusFailed {
 		msg += "; giving up"
+	} else {
+		msg += "; next attempt in " + res.next.String()
 	}
 	meta := map[string]any{
 		"delivery_id": del.ID,
@@ -758,6 +853,9 @@ func attemptEntry(del *Delivery, res attemptResult, budget int) *oplog.Entry {
 	}
 	if res.errText != "" {
 		meta["error"] = res.errText
+	}
+	if !res.ok && del.Status == StatusPending {
+		meta["next_attempt_in_ms"] = res.next.Milliseconds()
 	}
 	return &oplog.Entry{
 		EnvironmentID:  del.EnvironmentID,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -285,7 +286,8 @@ func TestDeliverRetryFallsDue(t *testing.T) {
 func TestDeliverGivesUp(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, status(404))
-	f := newFixture(t, rc.srv.URL, DeliveryConfig{Retries: 3})
+	// Fast retries only (no slow schedule): 4 attempts.
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{Retries: 3, Schedule: []time.Duration{}})
 	for n := 1; n <= 4; n++ {
 		f.deliverDue(t)
 		d := f.get(t)
@@ -311,9 +313,9 @@ func TestDeliverGivesUp(t *testing.T) {
 		t.Errorf("%d logs; last %q", len(logs), logs[len(logs)-1].Message)
 	}
 
-	// Retries < 0: one attempt.
+	// Retries < 0 and no schedule: one attempt.
 	rc2 := newReceiver(t, status(500))
-	f2 := newFixture(t, rc2.srv.URL, DeliveryConfig{Retries: -1})
+	f2 := newFixture(t, rc2.srv.URL, DeliveryConfig{Retries: -1, Schedule: []time.Duration{}})
 	f2.deliverDue(t)
 	f2.makeDue()
 	f2.deliverDue(t)
@@ -335,7 +337,7 @@ func TestDeliverAddressPolicy(t *testing.T) {
 	if err := st.CreateDeliveries(context.Background(), del); err != nil {
 		t.Fatal(err)
 	}
-	d := NewDeliverer(DelivererConfig{Delivery: DeliveryConfig{Retries: -1}, Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
+	d := NewDeliverer(DelivererConfig{Delivery: DeliveryConfig{Retries: -1, Schedule: []time.Duration{}}, Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
 	if err := d.DeliverDue(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -353,12 +355,137 @@ func TestDeliverAddressPolicy(t *testing.T) {
 	}
 }
 
+// After the fast retries, the slow Schedule: each failed attempt leaves the
+// delivery pending, due after the schedule's next wait (a Retry-After
+// shorter than it does not bring it forward), until the last attempt
+// fails.
+func TestDeliverSlowSchedule(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	f := newFixture(t, rc.srv.URL, DeliveryConfig{Retries: 1, Backoff: time.Minute, Schedule: []time.Duration{2 * time.Minute, 3 * time.Hour}})
+	for n, wait := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Hour} {
+		before := time.Now()
+		f.deliverDue(t)
+		after := time.Now()
+		d := f.get(t)
+		if d.Status != StatusPending || d.Attempts != n+1 || d.LastStatusCode != 503 {
+			t.Fatalf("after attempt %d: %+v", n+1, d)
+		}
+		checkDue(t, d, before, after, wait)
+		// Not due: nothing is sent.
+		f.deliverDue(t)
+		if got := len(rc.got()); got != n+1 {
+			t.Fatalf("%d calls after attempt %d", got, n+1)
+		}
+		f.makeDue()
+	}
+	f.deliverDue(t)
+	if d := f.get(t); d.Status != StatusFailed || d.Attempts != 4 || len(rc.got()) != 4 {
+		t.Fatalf("after the last attempt: %+v, %d calls", d, len(rc.got()))
+	}
+	logs := f.st.logsOf("delivery")
+	if len(logs) != 4 {
+		t.Fatalf("%d logs", len(logs))
+	}
+	for i, want := range []string{
+		"auth webhook attempt 1 of 4 failed: status 503; next attempt in 1m0s",
+		"auth webhook attempt 2 of 4 failed: status 503; next attempt in 2m0s",
+		"auth webhook attempt 3 of 4 failed: status 503; next attempt in 3h0m0s",
+		"auth webhook attempt 4 of 4 failed: status 503; giving up",
+	} {
+		if logs[i].Message != want {
+			t.Errorf("log %d: %q, want %q", i+1, logs[i].Message, want)
+		}
+	}
+	if logs[1].Meta["next_attempt_in_ms"] != int64(2*time.Minute/time.Millisecond) {
+		t.Errorf("log 2 meta %v", logs[1].Meta)
+	}
+	if _, ok := logs[3].Meta["next_attempt_in_ms"]; ok {
+		t.Errorf("the last attempt's log names a next attempt: %v", logs[3].Meta)
+	}
+}
+
+// recordFailStore is a batchStore whose RecordAttempts fails (a process
+// that dies after its POST, before storing the outcome) while fail is set.
+type recordFailStore struct {
+	*batchStore
+	fail atomic.Bool
+}
+
+func (s *recordFailStore) RecordAttempts(ctx context.Context, as []Attempt) error {
+	if s.fail.Load() {
+		return errors.New("process died")
+	}
+	return s.batchStore.RecordAttempts(ctx, as)
+}
+
+// An attempt is counted when it is claimed, in the Store, before its POST:
+// when the outcome is never stored (the process died after its POST), the
+// delivery taken over after the lease shows the second attempt as attempt
+// 2, not 1.
+func TestDeliverAttemptCountedAtClaim(t *testing.T) {
+	t.Parallel()
+	var st *recordFailStore
+	var during atomic.Int64
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
+		// While the POST is in flight, the Store already counts it.
+		for _, d := range st.all() {
+			during.Store(int64(d.Attempts))
+		}
+		w.WriteHeader(200)
+	})
+	st = &recordFailStore{batchStore: &batchStore{fakeStore: newFakeStore()}}
+	st.fail.Store(true)
+	del := &Delivery{ID: NewID(), EnvironmentID: 1, EventID: NewID(), Type: TypeAuth, URL: rc.srv.URL,
+		Body: []byte(vecBody), Status: StatusPending, NextAttemptAt: schedNow()}
+	if err := st.CreateDeliveries(context.Background(), del); err != nil {
+		t.Fatal(err)
+	}
+	newDeliverer := func() *Deliverer {
+		return NewDeliverer(DelivererConfig{Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: st}})
+	}
+	// The first process POSTs, then dies before its outcome is stored.
+	if err := newDeliverer().DeliverDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if during.Load() != 1 {
+		t.Errorf("the Store counted %d attempts during the first POST, want 1", during.Load())
+	}
+	d, err := st.GetDelivery(context.Background(), del.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.got()) != 1 || d.Status != StatusPending || d.Attempts != 1 {
+		t.Fatalf("after the lost outcome: %d calls, %+v", len(rc.got()), d)
+	}
+	// Its lease ends; another process takes the delivery over.
+	st.fail.Store(false)
+	st.setDelivery(del.ID, func(d *Delivery) { d.NextAttemptAt = time.Now().Add(-time.Second) })
+	if err := newDeliverer().DeliverDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d, err = st.GetDelivery(context.Background(), del.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := rc.got(); len(calls) != 2 || calls[1].id != del.ID || d.Status != StatusDelivered || d.Attempts != 2 {
+		t.Errorf("after the takeover: %d calls, %+v", len(calls), d)
+	}
+	if logs := st.logsOf("delivery"); len(logs) != 1 || logs[0].Meta["attempt"] != 2 ||
+		!strings.HasPrefix(logs[0].Message, "auth webhook delivered (attempt 2 of ") {
+		t.Errorf("logs %+v", logs)
+	}
+}
+
 func TestDeliverNetworkErrorAndTimeout(t *testing.T) {
 	t.Parallel()
 	// A closed server: connection refused.
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	f := newFixture(t, dead.URL+"/hook", DeliveryConfig{Retries: 1})
+	f := newFixture(t, dead.URL+"/hook", DeliveryConfig{Retries: 1, Schedule: []time.Duration{}})
 	f.deliverDue(t)
 	d := f.get(t)
 	// Only "could not reach the receiver": the dial error would tell a
@@ -384,7 +511,7 @@ func TestDeliverNetworkErrorAndTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release); slow.Close() })
 	// The server answers only when the test ends: DeliverDue returns
 	// because the attempt's Timeout cut it.
-	f = newFixture(t, slow.URL, DeliveryConfig{Retries: -1, Timeout: 50 * time.Millisecond})
+	f = newFixture(t, slow.URL, DeliveryConfig{Retries: -1, Schedule: []time.Duration{}, Timeout: 50 * time.Millisecond})
 	f.deliverDue(t)
 	if d := f.get(t); d.Status != StatusFailed || d.Attempts != 1 || !strings.Contains(d.LastError, "timeout") {
 		t.Errorf("delivery %+v", d)
@@ -398,7 +525,7 @@ func TestDeliverRedirectIsFailure(t *testing.T) {
 		w.Header().Set("Location", target.srv.URL)
 		w.WriteHeader(http.StatusTemporaryRedirect)
 	})
-	f := newFixture(t, redirect.srv.URL, DeliveryConfig{Retries: -1})
+	f := newFixture(t, redirect.srv.URL, DeliveryConfig{Retries: -1, Schedule: []time.Duration{}})
 	f.deliverDue(t)
 	if d := f.get(t); d.Status != StatusFailed || d.LastStatusCode != 307 || d.Attempts != 1 {
 		t.Errorf("delivery %+v", d)
@@ -580,13 +707,26 @@ func TestDeliverSkipsAndEdgeCases(t *testing.T) {
 	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusFailed || d.Attempts != 0 {
 		t.Errorf("failed delivery resent: %d calls, %+v", len(rc.got()), d)
 	}
-	// Pending with the budget used up (the config shrank): failed, nothing
-	// sent.
-	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.Status, d.Attempts, d.NextAttemptAt = StatusPending, 3, time.Time{} })
+	// Pending with the budget used up (the config shrank, or a crash
+	// ended the last attempt before its outcome was recorded): failed,
+	// nothing sent, and the claim's count taken back.
+	budget := (DeliveryConfig{}).Attempts()
+	f.st.setDelivery(f.del.ID, func(d *Delivery) { d.Status, d.Attempts, d.NextAttemptAt = StatusPending, budget, time.Time{} })
 	f.deliverDue(t)
-	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusFailed || d.Attempts != 3 {
+	if d := f.get(t); len(rc.got()) != 0 || d.Status != StatusFailed || d.Attempts != budget || d.LastError != "no attempts left" {
 		t.Errorf("exhausted delivery: %d calls, %+v", len(rc.got()), d)
 	}
+	// One attempt left: it is made.
+	f.st.setDelivery(f.del.ID, func(d *Delivery) {
+		d.Status, d.Attempts, d.NextAttemptAt, d.LastError = StatusPending, budget-1, time.Time{}, ""
+	})
+	f.deliverDue(t)
+	if d := f.get(t); len(rc.got()) != 1 || d.Status != StatusDelivered || d.Attempts != budget {
+		t.Errorf("last attempt: %d calls, %+v", len(rc.got()), d)
+	}
+	rc.mu.Lock()
+	rc.calls = nil
+	rc.mu.Unlock()
 	// The environment is gone: failed, nothing sent.
 	f.st.setDelivery(f.del.ID, func(d *Delivery) {
 		d.Status, d.Attempts, d.NextAttemptAt, d.EnvironmentID = StatusPending, 0, time.Time{}, 9
@@ -630,7 +770,8 @@ func TestDeliverSkipsAndEdgeCases(t *testing.T) {
 	}
 
 	// A failure to record the attempt leaves the delivery claimed: another
-	// look takes it when the lease ends.
+	// look takes it when the lease ends. The attempt was made, and counted
+	// by its claim: the next one is attempt 2.
 	f4 := newFixture(t, rc.srv.URL, DeliveryConfig{Timeout: time.Second})
 	f4.st.updateErr = boom
 	before := time.Now()
@@ -638,7 +779,7 @@ func TestDeliverSkipsAndEdgeCases(t *testing.T) {
 	after := time.Now()
 	f4.st.updateErr = nil
 	d = f4.get(t)
-	if d.Status != StatusPending || d.Attempts != 0 {
+	if d.Status != StatusPending || d.Attempts != 1 {
 		t.Errorf("after a failed record: %+v", d)
 	}
 	checkDue(t, d, before, after, 3*time.Second+time.Minute) // the default Lease
@@ -912,27 +1053,50 @@ func TestDeliveryConfig(t *testing.T) {
 	if tr, ok := c.Client.Transport.(*http.Transport); !ok || tr.MaxIdleConnsPerHost < 64 {
 		t.Errorf("the default client keeps too few idle connections per receiver: %+v", c.Client.Transport)
 	}
-	if c.wait(1) != 100*time.Millisecond || c.wait(2) != 200*time.Millisecond || c.wait(3) != 400*time.Millisecond {
-		t.Errorf("waits %s %s %s", c.wait(1), c.wait(2), c.wait(3))
+	// The spec's first attempts, then the slow schedule.
+	var waits []time.Duration
+	for n := 1; n < c.budget(); n++ {
+		waits = append(waits, c.wait(n))
 	}
-	if (DeliveryConfig{}).Attempts() != 3 || (DeliveryConfig{Retries: -1}).Attempts() != 1 || (DeliveryConfig{Retries: 5}).Attempts() != 6 {
+	wantWaits := append([]time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, DefaultSchedule()...)
+	if !slices.Equal(waits, wantWaits) {
+		t.Errorf("waits %v, want %v", waits, wantWaits)
+	}
+	if n := len(DefaultSchedule()); (DeliveryConfig{}).Attempts() != 3+n || (DeliveryConfig{Retries: -1}).Attempts() != 1+n ||
+		(DeliveryConfig{Retries: 5}).Attempts() != 6+n || (DeliveryConfig{Schedule: []time.Duration{}}).Attempts() != 3 ||
+		(DeliveryConfig{Retries: -1, Schedule: []time.Duration{}}).Attempts() != 1 ||
+		(DeliveryConfig{Schedule: []time.Duration{time.Second, time.Minute}}).Attempts() != 5 {
 		t.Error("Attempts")
 	}
-	if (DeliveryConfig{Backoff: time.Hour, Multiplier: 1e9}).withDefaults().wait(40) != 24*time.Hour {
+	if (DeliveryConfig{Retries: 50, Backoff: time.Hour, Multiplier: 1e9}).withDefaults().wait(40) != 24*time.Hour {
 		t.Error("wait is not capped")
+	}
+	// The default attempts span at least a day: an outage of the receiver
+	// shorter than that loses nothing.
+	if span := (DeliveryConfig{}).Span(); span < 24*time.Hour ||
+		span != 300*time.Millisecond+25*time.Hour+48*time.Minute+46*time.Second {
+		t.Errorf("default span %s, want 25h48m46.3s (at least 24h)", span)
+	}
+	if span := (DeliveryConfig{Schedule: []time.Duration{}}).Span(); span != 300*time.Millisecond {
+		t.Errorf("span of the fast retries alone: %s", span)
+	}
+	if span := (DeliveryConfig{Retries: -1, Schedule: []time.Duration{time.Second, time.Minute}}).Span(); span != time.Minute+time.Second {
+		t.Errorf("span of a schedule alone: %s", span)
 	}
 	for _, bad := range []DeliveryConfig{{Backoff: -1}, {Multiplier: -1}, {Timeout: -1}, {MaxRetryAfter: -1},
 		{Concurrency: -1}, {PollInterval: -1}, {Lease: -1},
 		{Lease: time.Minute},                           // 3 × the default 20s Timeout
 		{Lease: 59 * time.Second},                      // under it
 		{Timeout: time.Second, Lease: 3 * time.Second}, // not more than 3 × Timeout
+		{Schedule: []time.Duration{0}}, {Schedule: []time.Duration{time.Second, -time.Second}},
 	} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v valid", bad)
 		}
 	}
 	for _, good := range []DeliveryConfig{{}, {Lease: time.Minute + time.Second}, {Timeout: time.Second, Lease: 3*time.Second + 1},
-		{Timeout: time.Hour}, {Concurrency: 1, PollInterval: time.Millisecond}} {
+		{Timeout: time.Hour}, {Concurrency: 1, PollInterval: time.Millisecond},
+		{Schedule: []time.Duration{}}, {Schedule: []time.Duration{time.Nanosecond}}} {
 		if err := good.Validate(); err != nil {
 			t.Errorf("%+v invalid: %v", good, err)
 		}

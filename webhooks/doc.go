@@ -26,23 +26,32 @@
 // lease) and POSTs up to DeliveryConfig.Concurrency at once, with the
 // headers of [Sign]. The job only wakes it ([Deliverer.Handle]); it also
 // looks every PollInterval and when a retry falls due. A non-2xx answer is
-// retried (DeliveryConfig: 2 retries, 100 ms backoff doubling, 20 s per
-// attempt, redirects not followed), after a 429's or 503's Retry-After when
-// it gives one: the delivery waits in the outbox, due at that time. Each
-// attempt is counted in the Delivery and recorded in the operations log;
-// with a Store that is an [AttemptRecorder] (store/postgres), outcomes are
-// stored in the background, many per statement, while the next POSTs go
-// out. A delivery whose attempts are used up is failed; the host lists and
-// resends those (connect.Service.ListWebhookDeliveries, ResendWebhook).
+// retried: first as the spec says (2 retries, 100 ms backoff doubling),
+// then on the slow [DefaultSchedule] (1 s to 10 h apart, about 26 hours in
+// all), 20 s per attempt, redirects not followed; a 429's or 503's
+// Retry-After postpones the next attempt when it asks for longer. Between
+// attempts the delivery waits in the outbox, pending and due at the time of
+// its next attempt: it holds no worker and survives restarts. The claim
+// that starts an attempt counts it in the Store (Delivery.Attempts), so an
+// attempt whose process died before recording its answer is counted too;
+// each recorded attempt is an entry of the operations log. With a Store
+// that is an [AttemptRecorder] (store/postgres), outcomes are stored in the
+// background, many per statement, while the next POSTs go out. A delivery
+// whose attempts are used up is failed; the host lists and resends those
+// ([Outbox], its HTTP routes, or connect.Service.ListWebhookDeliveries and
+// ResendWebhook).
 //
 // # Verifying
 //
 // Every POST carries X-Svc-Hmac-Sha256 (hex HMAC-SHA256 of the body with the
-// environment's signing key, what Nango's verifyIncomingWebhookRequest
-// checks), the legacy X-Svc-Signature (hex SHA-256 of key ‖ body),
-// X-Svc-Delivery-Id (the same on every attempt), X-Svc-Timestamp and
-// X-Svc-Webhook-Signature: "v1=" and the hex HMAC-SHA256 of
-// "<delivery id>.<timestamp>.<body>", which lets a receiver refuse replays.
+// environment's signing key) and the same value as X-Nango-Hmac-Sha256,
+// the header Nango's verifyIncomingWebhookRequest reads, so that receivers
+// written for Nango verify unchanged; the legacy X-Svc-Signature and
+// X-Nango-Signature (hex SHA-256 of key ‖ body, for Nango's deprecated
+// verifyWebhookSignature); X-Svc-Delivery-Id (the same on every attempt),
+// X-Svc-Timestamp and X-Svc-Webhook-Signature: "v1=" and the hex
+// HMAC-SHA256 of "<delivery id>.<timestamp>.<body>", which lets a receiver
+// refuse replays.
 // A Go receiver calls [Verify] on the raw body:
 //
 //	body, _ := io.ReadAll(r.Body)

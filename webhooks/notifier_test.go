@@ -88,7 +88,8 @@ func (s *fakeStore) UpdateDelivery(ctx context.Context, d *Delivery) error {
 }
 
 // ClaimDeliveries claims up to limit pending deliveries due at now, earliest
-// due first (then oldest), moving their NextAttemptAt to until.
+// due first (then oldest), moving their NextAttemptAt to until and counting
+// an attempt.
 func (s *fakeStore) ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,6 +110,7 @@ func (s *fakeStore) ClaimDeliveries(ctx context.Context, now time.Time, limit in
 	out := make([]*Delivery, len(due))
 	for i, d := range due {
 		d.NextAttemptAt = until
+		d.Attempts++
 		out[i] = clone(d)
 	}
 	return out, nil

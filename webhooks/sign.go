@@ -18,14 +18,21 @@ import (
 // Headers of every webhook POST.
 const (
 	// HeaderHMAC is the lowercase hex HMAC-SHA256 of the body keyed with
-	// the environment's signing key; what Nango's
-	// verifyIncomingWebhookRequest checks (as X-Nango-Hmac-Sha256).
+	// the environment's signing key.
 	HeaderHMAC = "X-Svc-Hmac-Sha256"
+	// HeaderNangoHMAC carries the same value as HeaderHMAC under the name
+	// that Nango's verifyIncomingWebhookRequest (@nangohq/node) reads, so
+	// that receivers written for Nango verify webhooks unchanged.
+	HeaderNangoHMAC = "X-Nango-Hmac-Sha256"
 	// HeaderLegacySignature is the lowercase hex SHA-256 of the key
 	// followed by the body. It is sent for receivers of Nango's deprecated
 	// verifyWebhookSignature only; it is open to length extension, do not
 	// use it.
 	HeaderLegacySignature = "X-Svc-Signature"
+	// HeaderNangoLegacySignature carries the same value as
+	// HeaderLegacySignature under Nango's name for it; do not use it
+	// either.
+	HeaderNangoLegacySignature = "X-Nango-Signature"
 	// HeaderDeliveryID identifies the delivery; it is the same for every
 	// attempt, so that a receiver can drop duplicates.
 	HeaderDeliveryID = "X-Svc-Delivery-Id"
@@ -98,14 +105,18 @@ func timestampedSignature(key, deliveryID, ts string, body []byte) string {
 }
 
 // Sign returns the headers of one attempt to deliver body, signed with key:
-// Content-Type, HeaderHMAC, HeaderLegacySignature, HeaderDeliveryID,
-// HeaderTimestamp (at, in Unix seconds) and HeaderSignature.
+// Content-Type, HeaderHMAC and HeaderNangoHMAC, HeaderLegacySignature and
+// HeaderNangoLegacySignature, HeaderDeliveryID, HeaderTimestamp (at, in
+// Unix seconds) and HeaderSignature.
 func Sign(key string, body []byte, deliveryID string, at time.Time) http.Header {
 	ts := strconv.FormatInt(at.Unix(), 10)
+	mac, legacy := hmacHex(key, body), legacySignature(key, body)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
-	h.Set(HeaderHMAC, hmacHex(key, body))
-	h.Set(HeaderLegacySignature, legacySignature(key, body))
+	h.Set(HeaderHMAC, mac)
+	h.Set(HeaderNangoHMAC, mac)
+	h.Set(HeaderLegacySignature, legacy)
+	h.Set(HeaderNangoLegacySignature, legacy)
 	h.Set(HeaderDeliveryID, deliveryID)
 	h.Set(HeaderTimestamp, ts)
 	h.Set(HeaderSignature, timestampedSignature(key, deliveryID, ts, body))

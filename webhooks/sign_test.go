@@ -46,6 +46,15 @@ func TestSignVector(t *testing.T) {
 	if got := h.Get(HeaderLegacySignature); got != vecLegacy || refLegacy(vecKey, vecBody) != vecLegacy {
 		t.Errorf("%s = %s, want %s", HeaderLegacySignature, got, vecLegacy)
 	}
+	// The names that Nango's receivers read (@nangohq/node's
+	// verifyIncomingWebhookRequest and the deprecated
+	// verifyWebhookSignature), with the vector's values.
+	if got := h.Values("X-Nango-Hmac-Sha256"); len(got) != 1 || got[0] != vecHMAC {
+		t.Errorf("X-Nango-Hmac-Sha256 = %q, want %s", got, vecHMAC)
+	}
+	if got := h.Values("X-Nango-Signature"); len(got) != 1 || got[0] != vecLegacy {
+		t.Errorf("X-Nango-Signature = %q, want %s", got, vecLegacy)
+	}
 	if got := h.Get(HeaderTimestamp); got != "1777636800" {
 		t.Errorf("%s = %s", HeaderTimestamp, got)
 	}

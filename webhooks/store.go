@@ -30,7 +30,13 @@ type Delivery struct {
 	Body []byte
 	// Status is pending, delivered or failed.
 	Status string
-	// Attempts counts the POSTs made so far.
+	// Attempts counts the attempts (POSTs) started so far. A claim counts
+	// the attempt it starts (Store.ClaimDeliveries), so an attempt whose
+	// process died before its outcome was recorded is counted too; a
+	// claimed delivery that was not attempted after all (the process
+	// stopped first) is released with the count taken back. A crash may
+	// thus count an attempt whose POST never left, never miss one that
+	// did.
 	Attempts int
 	// LastStatusCode is the HTTP status of the last attempt (0 for a
 	// network error).
@@ -51,10 +57,34 @@ type Delivery struct {
 // anything.
 type DeliveryFilter struct {
 	EnvironmentID int64
-	Status        string
-	ConnectionID  string
+	// Status is pending, delivered or failed.
+	Status string
+	// Type is the webhook type (TypeAuth, TypeSync, ...).
+	Type string
+	// IntegrationKey is the integration's unique key (provider config
+	// key).
+	IntegrationKey string
+	ConnectionID   string
+	// After continues a listing: only the deliveries that come after this
+	// position in the newest-first order (created before it, or at the
+	// same time with a smaller ID). Deliveries created meanwhile are newer
+	// than any position, so that paging with the last delivery of each
+	// page neither repeats nor skips one.
+	After *DeliveryCursor
 	// Limit caps the result; 0 means 100. Newest first.
 	Limit int
+	// OmitBody leaves the Body of the deliveries listed empty, which
+	// spares reading bodies (which may be large) that the caller does not
+	// need.
+	OmitBody bool
+}
+
+// DeliveryCursor is a position in the newest-first order of deliveries:
+// that of the delivery with this CreatedAt and ID. Its String form is the
+// opaque next_cursor of the deliveries API; ParseDeliveryCursor reads it.
+type DeliveryCursor struct {
+	CreatedAt time.Time
+	ID        string
 }
 
 // Store is what the webhooks package needs from storage.
@@ -68,11 +98,13 @@ type Store interface {
 	// LastStatusCode, LastError, UpdatedAt, DeliveredAt, NextAttemptAt) of
 	// the delivery with d.ID, or returns ErrNotFound.
 	UpdateDelivery(ctx context.Context, d *Delivery) error
-	// ListDeliveries returns matching deliveries, newest first.
+	// ListDeliveries returns matching deliveries, newest first (by
+	// CreatedAt, then by ID, both descending), after f.After when set.
 	ListDeliveries(ctx context.Context, f DeliveryFilter) ([]*Delivery, error)
 	// ClaimDeliveries claims up to limit pending deliveries that are due
 	// at now (NextAttemptAt not after now), earliest due first, by setting
-	// their NextAttemptAt to until, and returns them as updated. Claims
+	// their NextAttemptAt to until and adding one to their Attempts (the
+	// attempt the claim starts), and returns them as updated. Claims
 	// are atomic: of concurrent callers, in this process or another on the
 	// same database, each delivery goes to one, and none waits for
 	// another's claim (Postgres: FOR UPDATE SKIP LOCKED).
@@ -89,6 +121,13 @@ type Requeuer interface {
 	// returns the delivery as it was before. A pending delivery is
 	// ErrConflict; a missing one ErrNotFound.
 	RequeueDelivery(ctx context.Context, id string, at time.Time) (*Delivery, error)
+	// RequeueFailed makes up to limit failed deliveries that match f
+	// (its EnvironmentID, Type, IntegrationKey and ConnectionID; Status,
+	// After and Limit are ignored) pending again, oldest first, as
+	// RequeueDelivery does each, and returns how many it requeued. Of
+	// concurrent calls, each requeues other deliveries (Postgres: FOR
+	// UPDATE SKIP LOCKED). A limit of 0 or less requeues none.
+	RequeueFailed(ctx context.Context, f DeliveryFilter, limit int, at time.Time) (int, error)
 }
 
 // Attempt is the outcome of one delivery attempt: the delivery with its

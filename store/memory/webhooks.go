@@ -103,7 +103,7 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 
 // ClaimDeliveries claims up to limit pending deliveries due at now,
 // earliest due first (then by ID), by moving their NextAttemptAt to until,
-// and returns them.
+// counts the attempt it starts (Attempts+1), and returns them.
 func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*webhooks.Delivery, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -130,6 +130,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, u
 	for i, d := range due {
 		c := copyDelivery(d) // stored records are never mutated
 		c.NextAttemptAt = until
+		c.Attempts++
 		s.d.deliveries[c.ID] = c
 		out[i] = copyDelivery(c)
 	}
@@ -159,9 +160,14 @@ func (s *Store) RequeueDelivery(ctx context.Context, id string, at time.Time) (*
 }
 
 // ListDeliveries returns the deliveries matching f, newest first (by
-// CreatedAt, then by ID, both descending). An EnvironmentID of 0 matches
-// every environment; a Limit of 0 means [DefaultDeliveriesLimit].
+// CreatedAt, then by ID, both descending), after f.After when set. An
+// EnvironmentID of 0 matches every environment; a Limit of 0 means
+// [DefaultDeliveriesLimit]. Text that Postgres cannot hold (a NUL byte,
+// invalid UTF-8) is store.ErrInvalid, as with store/postgres.
 func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
+	if err := checkText(f); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -169,20 +175,15 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	defer unlock()
 	var matched []*webhooks.Delivery
 	for _, d := range s.d.deliveries {
-		switch {
-		case f.EnvironmentID != 0 && d.EnvironmentID != f.EnvironmentID,
-			f.Status != "" && d.Status != f.Status,
-			f.ConnectionID != "" && d.ConnectionID != f.ConnectionID:
+		if !matches(d, f) || f.Status != "" && d.Status != f.Status {
+			continue
+		}
+		if f.After != nil && newestFirst(d, f.After.CreatedAt, f.After.ID) <= 0 {
 			continue
 		}
 		matched = append(matched, d)
 	}
-	slices.SortFunc(matched, func(a, b *webhooks.Delivery) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
+	slices.SortFunc(matched, func(a, b *webhooks.Delivery) int { return newestFirst(a, b.CreatedAt, b.ID) })
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultDeliveriesLimit
@@ -191,6 +192,59 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	out := make([]*webhooks.Delivery, len(matched))
 	for i, d := range matched {
 		out[i] = copyDelivery(d)
+		if f.OmitBody {
+			out[i].Body = []byte{}
+		}
 	}
 	return out, nil
+}
+
+// matches reports whether d matches the environment, type, integration and
+// connection of f.
+func matches(d *webhooks.Delivery, f webhooks.DeliveryFilter) bool {
+	return (f.EnvironmentID == 0 || d.EnvironmentID == f.EnvironmentID) &&
+		(f.Type == "" || d.Type == f.Type) &&
+		(f.IntegrationKey == "" || d.IntegrationKey == f.IntegrationKey) &&
+		(f.ConnectionID == "" || d.ConnectionID == f.ConnectionID)
+}
+
+// newestFirst compares d with the position (createdAt, id) in the
+// newest-first order of deliveries: negative when d comes before it.
+func newestFirst(d *webhooks.Delivery, createdAt time.Time, id string) int {
+	if c := createdAt.Compare(d.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(id, d.ID)
+}
+
+// RequeueFailed makes up to limit failed deliveries matching f pending
+// again, oldest first, and returns how many.
+func (s *Store) RequeueFailed(ctx context.Context, f webhooks.DeliveryFilter, limit int, at time.Time) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	if err := checkText(f); err != nil {
+		return 0, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	var failed []*webhooks.Delivery
+	for _, d := range s.d.deliveries {
+		if d.Status == webhooks.StatusFailed && matches(d, f) {
+			failed = append(failed, d)
+		}
+	}
+	// Oldest first: the reverse of the listing order.
+	slices.SortFunc(failed, func(a, b *webhooks.Delivery) int { return newestFirst(b, a.CreatedAt, a.ID) })
+	failed = failed[:min(limit, len(failed))]
+	for _, d := range failed {
+		c := copyDelivery(d)
+		c.Status, c.Attempts, c.LastStatusCode, c.LastError, c.DeliveredAt = webhooks.StatusPending, 0, 0, "", nil
+		c.UpdatedAt, c.NextAttemptAt = at, time.Time{}
+		s.d.deliveries[c.ID] = c
+	}
+	return len(failed), nil
 }

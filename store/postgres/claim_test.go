@@ -66,7 +66,7 @@ func TestClaimReadsOnlyWhatItClaims(t *testing.T) {
 	}
 	var raw []byte
 	if err := db.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM `+q+
-		`.claim_webhook_deliveries($1, 64, $2)`, now, now.Add(time.Minute)).Scan(&raw); err != nil {
+		`.claim_webhook_attempts($1, 64, $2)`, now, now.Add(time.Minute)).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {

@@ -57,8 +57,10 @@
 //     listing by environment, by environment and connection, and the failed
 //     ones of an environment, newest first; the due index of pending
 //     deliveries (next_attempt_at, id), which the function
-//     claim_webhook_deliveries reads in order (a function so that its plan
-//     can be pinned to that index: see migration 007).
+//     claim_webhook_attempts reads in order (a function so that its plan
+//     can be pinned to that index: see migration 007) while it counts the
+//     attempt each claim starts (migration 009; claim_webhook_deliveries,
+//     which does not count, stays for processes of the version before).
 //   - river_job, river_leader, river_queue, river_migration,
 //     river_notification (and River's river_job_state type and functions):
 //     the job queue of [Scheduler], created by River's own migrations.

@@ -98,6 +98,13 @@ var (
 	// qListDeliveries is completed with the conditions, order and limit of
 	// each call.
 	qListDeliveries = newQuery(`SELECT ` + deliveryColumns + ` FROM {s}.webhook_deliveries`)
+	// qListDeliveriesOmitBody is qListDeliveries without the bodies.
+	qListDeliveriesOmitBody = newQuery(`SELECT id, environment_id, event_id, type, integration_key, connection_id, url,
+	NULL::bytea AS body, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at,
+	next_attempt_at FROM {s}.webhook_deliveries`)
+	// qWebhookDeliveriesTable is the outbox table's qualified name, for
+	// statements built per call.
+	qWebhookDeliveriesTable = newQuery(`{s}.webhook_deliveries`)
 	// qRecordAttempts updates deliveries and appends their log entries in
 	// one statement, committed without waiting for the WAL flush
 	// (synchronous_commit off for its own implicit transaction only). Each
@@ -150,18 +157,18 @@ var (
 	WHERE id = $1`)
 	// qClaimDeliveries claims the pending deliveries due at $1, at most
 	// $2, earliest due first, skipping rows another transaction has
-	// locked (another process claiming them), and moves their claim to $3
-	// (claim_webhook_deliveries, migration 007, which also explains why it
-	// is a function). The delivery's NextAttemptAt becomes $3, the lease's
-	// end. Like qRecordAttempts it commits without waiting for the WAL
-	// flush: a claim lost in a database crash leaves the deliveries due, to
-	// be claimed again.
+	// locked (another process claiming them), moves their claim to $3 and
+	// counts the attempt it starts (claim_webhook_attempts, migration 009;
+	// migration 007 explains why it is a function). The delivery's
+	// NextAttemptAt becomes $3, the lease's end. Unlike qRecordAttempts it
+	// waits for the WAL flush (one per claimed batch): the count of an
+	// attempt is durable before its POST leaves, so that not even a
+	// database crash undercounts.
 	qClaimDeliveries = newPreparedQuery(`
 	SELECT c.id, c.environment_id, c.event_id, c.type, c.integration_key, c.connection_id, c.url,
 		c.body, c.status, c.attempts, c.last_status_code, c.last_error, c.created_at, c.updated_at,
 		c.delivered_at, $3::timestamptz AS next_attempt_at
-	FROM (SELECT set_config('synchronous_commit', 'off', true)) cfg,
-		{s}.claim_webhook_deliveries($1, $2, $3) c`)
+	FROM {s}.claim_webhook_attempts($1, $2, $3) c`)
 )
 
 // deliveryValueTypes are the SQL types of the columns of deliveryColumns, in
@@ -315,8 +322,8 @@ func (s *Store) UpdateDelivery(ctx context.Context, d *webhooks.Delivery) error 
 }
 
 // ClaimDeliveries claims up to limit pending deliveries due at now,
-// earliest due first, by moving their NextAttemptAt to until, and returns
-// them. Rows that another transaction holds locked (another process
+// earliest due first, by moving their NextAttemptAt to until, counts the
+// attempt it starts (Attempts+1), and returns them. Rows that another transaction holds locked (another process
 // claiming them at the same moment) are skipped, not waited for. It is
 // refused inside a transaction: a claim must be visible to other processes
 // at once.
@@ -425,14 +432,29 @@ func (s *Store) recordAttempts(ctx context.Context, as []webhooks.Attempt) error
 	return dbErr(ctx, "record webhook attempts", err, nil)
 }
 
-// ListDeliveries returns the deliveries matching f, newest first (by
-// CreatedAt, then by ID, both descending). An EnvironmentID of 0 matches
-// every environment; a Limit of 0 means [DefaultDeliveriesLimit].
-func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
-	var w where
+// deliveryConds adds the conditions on the environment, type, integration
+// and connection of f.
+func deliveryConds(w *where, f webhooks.DeliveryFilter) {
 	if f.EnvironmentID != 0 {
 		w.add("environment_id = ?", f.EnvironmentID)
 	}
+	if f.Type != "" {
+		w.add("type = ?", f.Type)
+	}
+	if f.IntegrationKey != "" {
+		w.add("integration_key = ?", f.IntegrationKey)
+	}
+	if f.ConnectionID != "" {
+		w.add("connection_id = ?", f.ConnectionID)
+	}
+}
+
+// ListDeliveries returns the deliveries matching f, newest first (by
+// CreatedAt, then by ID, both descending), after f.After when set. An
+// EnvironmentID of 0 matches every environment; a Limit of 0 means
+// [DefaultDeliveriesLimit].
+func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) ([]*webhooks.Delivery, error) {
+	var w where
 	switch f.Status {
 	case "":
 	case webhooks.StatusPending, webhooks.StatusDelivered, webhooks.StatusFailed:
@@ -442,14 +464,21 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 	default:
 		w.add("status = ?", f.Status)
 	}
-	if f.ConnectionID != "" {
-		w.add("connection_id = ?", f.ConnectionID)
+	deliveryConds(&w, f)
+	if f.After != nil {
+		// A row comparison, which the indexes ordered by (created_at,
+		// id) serve as a range.
+		w.conds = append(w.conds, "(created_at, id) < ("+w.arg(f.After.CreatedAt.UTC())+"::timestamptz, "+w.arg(f.After.ID)+")")
 	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultDeliveriesLimit
 	}
-	query := s.text(qListDeliveries) + w.String() +
+	q := qListDeliveries
+	if f.OmitBody {
+		q = qListDeliveriesOmitBody
+	}
+	query := s.text(q) + w.String() +
 		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
 	var rows []deliveryRow
 	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, query, w.args...); err != nil {
@@ -460,6 +489,39 @@ func (s *Store) ListDeliveries(ctx context.Context, f webhooks.DeliveryFilter) (
 		out[i] = rows[i].delivery()
 	}
 	return out, nil
+}
+
+// RequeueFailed makes up to limit failed deliveries matching f pending
+// again, oldest first, in one statement, and returns how many. Rows that
+// another transaction holds locked are skipped. The failed deliveries of
+// an environment are read through their partial index (migration 007).
+func (s *Store) RequeueFailed(ctx context.Context, f webhooks.DeliveryFilter, limit int, at time.Time) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var w where
+	w.conds = append(w.conds, "status = 'failed'")
+	deliveryConds(&w, f)
+	lim := w.arg(limit)
+	query := `
+	WITH picked AS (
+		SELECT id FROM ` + s.text(qWebhookDeliveriesTable) + w.String() + `
+		ORDER BY created_at, id
+		LIMIT ` + lim + `
+		FOR UPDATE SKIP LOCKED)
+	UPDATE ` + s.text(qWebhookDeliveriesTable) + ` d
+	SET status = 'pending', attempts = 0, last_status_code = 0, last_error = '', delivered_at = NULL,
+		updated_at = ` + w.arg(at.UTC()) + `, next_attempt_at = '0001-01-01 00:00:00+00', claimed_until = '-infinity'
+	FROM picked WHERE d.id = picked.id`
+	res, err := s.ext(ctx).ExecContext(ctx, query, w.args...)
+	if err != nil {
+		return 0, dbErr(ctx, "requeue failed webhook deliveries", err, nil)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, dbErr(ctx, "requeue failed webhook deliveries", err, nil)
+	}
+	return int(n), nil
 }
 
 var _ webhooks.AttemptRecorder = (*Store)(nil)

@@ -25,6 +25,10 @@ var deliveryTests = []test{
 	{"Requeue", testDeliveryRequeue},
 	{"Claim", testDeliveryClaim},
 	{"ClaimConcurrent", testDeliveryClaimConcurrent},
+	{"Paging", testDeliveryPaging},
+	{"InvalidFilter", testDeliveryInvalidFilter},
+	{"RequeueFailed", testDeliveryRequeueFailed},
+	{"RequeueFailedConcurrent", testDeliveryRequeueFailedConcurrent},
 }
 
 func newDeliveryValue(env int64, id string, created int) *webhooks.Delivery {
@@ -152,6 +156,7 @@ func testDeliveryFilters(t *testing.T, s Store) {
 	d4 := newDeliveryValue(a.ID, "d4", 2)
 	d4.ConnectionID = "" // an event that concerns no connection
 	d4.Type = webhooks.TypeForward
+	d4.IntegrationKey = "slack"
 	d5 := newDeliveryValue(b.ID, "d5", 3)
 	// Created out of time order: ordering is by CreatedAt, not insertion.
 	must(t, s.CreateDeliveries(ctx, d3, d1))
@@ -170,6 +175,25 @@ func testDeliveryFilters(t *testing.T, s Store) {
 		{"connection", webhooks.DeliveryFilter{EnvironmentID: a.ID, ConnectionID: "u1"}, []*webhooks.Delivery{d3, d1}},
 		{"status and connection", webhooks.DeliveryFilter{EnvironmentID: a.ID, Status: webhooks.StatusFailed,
 			ConnectionID: "u1"}, []*webhooks.Delivery{d3}},
+		{"type", webhooks.DeliveryFilter{EnvironmentID: a.ID, Type: webhooks.TypeAuth}, []*webhooks.Delivery{d3, d2, d1}},
+		{"other type", webhooks.DeliveryFilter{EnvironmentID: a.ID, Type: webhooks.TypeForward}, []*webhooks.Delivery{d4}},
+		{"integration", webhooks.DeliveryFilter{EnvironmentID: a.ID, IntegrationKey: "github"}, []*webhooks.Delivery{d3, d2, d1}},
+		{"integration and connection", webhooks.DeliveryFilter{EnvironmentID: a.ID, IntegrationKey: "github", ConnectionID: "u2"},
+			[]*webhooks.Delivery{d2}},
+		{"integration of another connection", webhooks.DeliveryFilter{EnvironmentID: a.ID, IntegrationKey: "slack", ConnectionID: "u1"},
+			[]*webhooks.Delivery{}},
+		{"every filter", webhooks.DeliveryFilter{EnvironmentID: a.ID, Status: webhooks.StatusPending, Type: webhooks.TypeAuth,
+			IntegrationKey: "github", ConnectionID: "u1"}, []*webhooks.Delivery{d1}},
+		{"after", webhooks.DeliveryFilter{EnvironmentID: a.ID, After: &webhooks.DeliveryCursor{CreatedAt: d4.CreatedAt, ID: d4.ID}},
+			[]*webhooks.Delivery{d3, d2, d1}},
+		{"after, same time, smaller id", webhooks.DeliveryFilter{EnvironmentID: a.ID, After: &webhooks.DeliveryCursor{CreatedAt: d3.CreatedAt, ID: d3.ID}},
+			[]*webhooks.Delivery{d2, d1}},
+		{"after a position between two", webhooks.DeliveryFilter{EnvironmentID: a.ID, After: &webhooks.DeliveryCursor{CreatedAt: d3.CreatedAt, ID: "d3z"}},
+			[]*webhooks.Delivery{d3, d2, d1}},
+		{"after, with filters and limit", webhooks.DeliveryFilter{EnvironmentID: a.ID, Type: webhooks.TypeAuth, Limit: 1,
+			After: &webhooks.DeliveryCursor{CreatedAt: d3.CreatedAt, ID: d3.ID}}, []*webhooks.Delivery{d2}},
+		{"after the oldest", webhooks.DeliveryFilter{EnvironmentID: a.ID, After: &webhooks.DeliveryCursor{CreatedAt: d1.CreatedAt, ID: d1.ID}},
+			[]*webhooks.Delivery{}},
 		{"limit", webhooks.DeliveryFilter{EnvironmentID: a.ID, Limit: 2}, []*webhooks.Delivery{d4, d3}},
 		{"no match", webhooks.DeliveryFilter{EnvironmentID: a.ID, ConnectionID: "nobody"}, []*webhooks.Delivery{}},
 	} {
@@ -245,6 +269,18 @@ func testDeliveryExactBody(t *testing.T, s Store) {
 	for _, got := range list {
 		if string(got.Body) != string(bodies[got.ID]) {
 			t.Errorf("ListDeliveries: %s: body came back as %q, want %q", got.ID, got.Body, bodies[got.ID])
+		}
+	}
+	// OmitBody: the same deliveries, with empty bodies.
+	omitted, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID, OmitBody: true})
+	must(t, err)
+	for i := range list {
+		list[i].Body = []byte{}
+	}
+	diff(t, "ListDeliveries with OmitBody", list, omitted)
+	for _, d := range omitted {
+		if d.Body == nil {
+			t.Errorf("ListDeliveries with OmitBody: %s: nil body, want empty", d.ID)
 		}
 	}
 }
@@ -377,9 +413,9 @@ func testDeliveryRequeue(t *testing.T, s Store) {
 }
 
 // testDeliveryClaim: ClaimDeliveries returns the pending deliveries due at
-// now, earliest due first, up to limit, with NextAttemptAt moved to until;
-// a claimed delivery is not claimed again before until, or before an update
-// makes it due again.
+// now, earliest due first, up to limit, with NextAttemptAt moved to until
+// and the attempt counted (Attempts+1, stored); a claimed delivery is not
+// claimed again before until, or before an update makes it due again.
 func testDeliveryClaim(t *testing.T, s Store) {
 	ctx := t.Context()
 	env := newEnv(t, s, "dev")
@@ -414,6 +450,21 @@ func testDeliveryClaim(t *testing.T, s Store) {
 		if string(d.Body) != `{"type":"auth","connectionId":"u1"}` || d.URL == "" || d.EnvironmentID != env.ID {
 			t.Errorf("claimed %s lacks its fields: %+v", d.ID, d)
 		}
+		if d.Attempts != 1 {
+			t.Errorf("claimed %s: Attempts %d, want 1 (the claim counts the attempt it starts)", d.ID, d.Attempts)
+		}
+		stored, err := s.GetDelivery(ctx, d.ID)
+		must(t, err)
+		if stored.Attempts != 1 {
+			t.Errorf("claimed %s: stored Attempts %d, want 1", d.ID, stored.Attempts)
+		}
+	}
+	for _, id := range []string{"b", "later", "done", "failed"} {
+		d, err := s.GetDelivery(ctx, id)
+		must(t, err)
+		if d.Attempts != 0 {
+			t.Errorf("unclaimed %s: Attempts %d, want 0", id, d.Attempts)
+		}
 	}
 	got, err = s.ClaimDeliveries(ctx, at(10), 10, at(100))
 	must(t, err)
@@ -437,7 +488,7 @@ func testDeliveryClaim(t *testing.T, s Store) {
 	got, err = s.ClaimDeliveries(ctx, at(20), 10, at(100))
 	must(t, err)
 	diff(t, "claim when the retry is due", []string{"c"}, ids(got))
-	if got[0].Attempts != 1 || got[0].LastStatusCode != 500 {
+	if got[0].Attempts != 2 || got[0].LastStatusCode != 500 {
 		t.Errorf("claimed retry %+v", got[0])
 	}
 	// The lease ends: another process takes over what a dead one claimed
@@ -493,5 +544,198 @@ func testDeliveryClaimConcurrent(t *testing.T, s Store) {
 		if k != 1 {
 			t.Errorf("delivery %s claimed %d times", id, k)
 		}
+	}
+}
+
+// testDeliveryPaging: paging newest first with the last delivery of each
+// page as the next position visits every delivery once, even while newer
+// deliveries are created between pages, including some with the same
+// CreatedAt as the last one seen.
+func testDeliveryPaging(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	other := newEnv(t, s, "other")
+	var want []string
+	var ds []*webhooks.Delivery
+	for i := range 23 {
+		// Three at each time: ties are broken by id.
+		d := newDeliveryValue(env.ID, fmt.Sprintf("d%02d", i), i/3)
+		ds = append(ds, d)
+		want = append([]string{d.ID}, want...)
+	}
+	must(t, s.CreateDeliveries(ctx, ds...))
+	must(t, s.CreateDeliveries(ctx, newDeliveryValue(other.ID, "o1", 3)))
+	var got []string
+	var after *webhooks.DeliveryCursor
+	for page := 0; ; page++ {
+		if page > 20 {
+			t.Fatal("paging does not end")
+		}
+		list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID, Limit: 4, After: after})
+		must(t, err)
+		if len(list) == 0 {
+			break
+		}
+		for _, d := range list {
+			got = append(got, d.ID)
+		}
+		last := list[len(list)-1]
+		after = &webhooks.DeliveryCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		// Deliveries created meanwhile: newer ones, and one at the time of
+		// the newest, with a larger id. None is listed on a later page.
+		must(t, s.CreateDeliveries(ctx,
+			newDeliveryValue(env.ID, fmt.Sprintf("new%02d", page), 100+page),
+			newDeliveryValue(env.ID, fmt.Sprintf("z-new%02d", page), 7)))
+	}
+	diff(t, "deliveries paged through", want, got)
+}
+
+// testDeliveryInvalidFilter: text that a store cannot hold (a NUL byte,
+// invalid UTF-8) in a filter is store.ErrInvalid, not a database error.
+func testDeliveryInvalidFilter(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	must(t, s.CreateDeliveries(ctx, newDeliveryValue(env.ID, "d1", 0)))
+	for name, f := range map[string]webhooks.DeliveryFilter{
+		"NUL in connection":    {EnvironmentID: env.ID, ConnectionID: "u\x001"},
+		"invalid UTF-8 type":   {EnvironmentID: env.ID, Type: "\xff\xfe"},
+		"invalid UTF-8 key":    {EnvironmentID: env.ID, IntegrationKey: "gh\xc3"},
+		"NUL in the cursor id": {EnvironmentID: env.ID, After: &webhooks.DeliveryCursor{CreatedAt: at(5), ID: "d\x00"}},
+	} {
+		_, err := s.ListDeliveries(ctx, f)
+		wantErr(t, "ListDeliveries("+name+")", err, store.ErrInvalid)
+	}
+}
+
+// testDeliveryRequeueFailed: RequeueFailed makes failed deliveries that
+// match the filter pending again, oldest first, up to the limit, reset as
+// RequeueDelivery resets one; others are left alone.
+func testDeliveryRequeueFailed(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	other := newEnv(t, s, "other")
+	mk := func(env int64, id string, created int, status, typ, key, conn string) *webhooks.Delivery {
+		d := newDeliveryValue(env, id, created)
+		d.Status, d.Type, d.IntegrationKey, d.ConnectionID = status, typ, key, conn
+		if status != webhooks.StatusPending {
+			d.Attempts, d.LastStatusCode, d.LastError, d.NextAttemptAt = 14, 503, "status 503", at(created+50)
+		}
+		if status == webhooks.StatusDelivered {
+			delivered := at(created + 1)
+			d.DeliveredAt, d.LastStatusCode, d.LastError = &delivered, 200, ""
+		}
+		return d
+	}
+	all := []*webhooks.Delivery{
+		mk(env.ID, "f1", 1, webhooks.StatusFailed, webhooks.TypeAuth, "github", "u1"),
+		mk(env.ID, "f2", 2, webhooks.StatusFailed, webhooks.TypeSync, "github", "u2"),
+		mk(env.ID, "f3", 3, webhooks.StatusFailed, webhooks.TypeAuth, "slack", "u1"),
+		mk(env.ID, "f4", 4, webhooks.StatusFailed, webhooks.TypeAuth, "github", "u1"),
+		mk(env.ID, "f0", 0, webhooks.StatusFailed, webhooks.TypeAuth, "github", "u1"),
+		mk(env.ID, "ok", 0, webhooks.StatusDelivered, webhooks.TypeAuth, "github", "u1"),
+		mk(env.ID, "p", 0, webhooks.StatusPending, webhooks.TypeAuth, "github", "u1"),
+		mk(other.ID, "of", 0, webhooks.StatusFailed, webhooks.TypeAuth, "github", "u1"),
+	}
+	must(t, s.CreateDeliveries(ctx, all...))
+	before := map[string]*webhooks.Delivery{}
+	for _, d := range all {
+		got, err := s.GetDelivery(ctx, d.ID)
+		must(t, err)
+		before[d.ID] = got
+	}
+	pendingIDs := func() []string {
+		list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{Status: webhooks.StatusPending, Limit: 100})
+		must(t, err)
+		out := []string{}
+		for _, d := range list {
+			if d.ID != "p" {
+				out = append(out, d.ID)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	n, err := s.RequeueFailed(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID}, 0, at(9))
+	must(t, err)
+	if n != 0 || len(pendingIDs()) != 0 {
+		t.Errorf("a limit of 0 requeued %d: %v", n, pendingIDs())
+	}
+	// Filters: type, integration and connection; the oldest first.
+	n, err = s.RequeueFailed(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID, Type: webhooks.TypeAuth,
+		IntegrationKey: "github", ConnectionID: "u1"}, 2, at(10))
+	must(t, err)
+	if n != 2 {
+		t.Errorf("requeued %d, want 2", n)
+	}
+	diff(t, "requeued with filters and a limit", []string{"f0", "f1"}, pendingIDs())
+	got, err := s.GetDelivery(ctx, "f1")
+	must(t, err)
+	want := *before["f1"]
+	want.Status, want.Attempts, want.LastStatusCode, want.LastError = webhooks.StatusPending, 0, 0, ""
+	want.UpdatedAt, want.NextAttemptAt = at(10), time.Time{}
+	diff(t, "a requeued delivery", &want, got)
+	// The rest of the environment.
+	n, err = s.RequeueFailed(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID}, 100, at(11))
+	must(t, err)
+	if n != 3 {
+		t.Errorf("requeued %d, want 3", n)
+	}
+	diff(t, "requeued in the environment", []string{"f0", "f1", "f2", "f3", "f4"}, pendingIDs())
+	// Untouched: a delivered one, a pending one and another environment's.
+	for _, id := range []string{"ok", "p", "of"} {
+		got, err := s.GetDelivery(ctx, id)
+		must(t, err)
+		diff(t, "untouched "+id, before[id], got)
+	}
+	n, err = s.RequeueFailed(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID}, 100, at(12))
+	must(t, err)
+	if n != 0 {
+		t.Errorf("requeued %d with none failed", n)
+	}
+}
+
+// testDeliveryRequeueFailedConcurrent: concurrent RequeueFailed calls
+// requeue each failed delivery once, all of them together.
+func testDeliveryRequeueFailedConcurrent(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	const n = 60
+	ds := make([]*webhooks.Delivery, n)
+	for i := range ds {
+		ds[i] = newDeliveryValue(env.ID, fmt.Sprintf("d%02d", i), i)
+		ds[i].Status, ds[i].Attempts = webhooks.StatusFailed, 3
+	}
+	must(t, s.CreateDeliveries(ctx, ds...))
+	const callers = 5
+	counts := make(chan int, callers*n)
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			for {
+				k, err := s.RequeueFailed(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID}, 7, at(100))
+				if err != nil || k == 0 {
+					errs <- err
+					return
+				}
+				counts <- k
+			}
+		}()
+	}
+	for range callers {
+		must(t, <-errs)
+	}
+	close(counts)
+	total := 0
+	for k := range counts {
+		total += k
+	}
+	if total != n {
+		t.Errorf("requeued %d in all, want %d", total, n)
+	}
+	list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID, Status: webhooks.StatusPending})
+	must(t, err)
+	if len(list) != n {
+		t.Errorf("%d pending, want %d", len(list), n)
 	}
 }
