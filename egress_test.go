@@ -301,7 +301,8 @@ func TestWebhooksFollowTheirPolicy(t *testing.T) {
 	t.Parallel()
 	rc := newHookReceiver(t, time.Now, always(http.StatusOK))
 	bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
-		cfg.Webhooks = webhooks.DeliveryConfig{Backoff: time.Millisecond, Timeout: 5 * time.Second}
+		// No slow schedule: the delivery fails after its first attempts.
+		cfg.Webhooks = webhooks.DeliveryConfig{Backoff: time.Millisecond, Timeout: 5 * time.Second, Schedule: []time.Duration{}}
 	})
 	urls := []string{rc.srv.URL}
 	if _, err := bu.svc.Environments().Update(t.Context(), bu.env.ID, environments.UpdateInput{WebhookURLs: &urls}); err != nil {
