@@ -93,8 +93,8 @@ func TestBench(t *testing.T) {
 		if r.Requests == 0 || r.Errors != 0 || r.Bad != 0 {
 			t.Errorf("run %+v: want requests and no errors", r)
 		}
-		if !(r.P50Ms > 0 && r.P50Ms <= r.P99Ms && r.P99Ms <= r.MaxMs) || r.ReqPerSec <= 0 {
-			t.Errorf("run %+v: want 0 < p50 <= p99 <= max and a rate", r)
+		if !(r.P50Ms > 0 && r.P50Ms <= r.P99Ms && r.P99Ms <= r.P999Ms && r.P999Ms <= r.MaxMs) || r.ReqPerSec <= 0 {
+			t.Errorf("run %+v: want 0 < p50 <= p99 <= p99.9 <= max and a rate", r)
 		}
 		if r.PGNewSessions < 0 || r.PGBackends < 1 {
 			t.Errorf("run %+v: want the Postgres session counts", r)

@@ -22,6 +22,7 @@ type runResult struct {
 	P50Ms       float64 `json:"p50_ms"`
 	P90Ms       float64 `json:"p90_ms"`
 	P99Ms       float64 `json:"p99_ms"`
+	P999Ms      float64 `json:"p99_9_ms"`
 	MaxMs       float64 `json:"max_ms"`
 	// CPUPerReqUs is the user+system CPU of each process over the run, in
 	// µs per request: server, upstream, bare and client (this process,
@@ -58,6 +59,7 @@ func newRunResult(round int, name string, conc int, lr loadResult, before, after
 	r.P50Ms = msOf(percentile(lr.latencies, 50))
 	r.P90Ms = msOf(percentile(lr.latencies, 90))
 	r.P99Ms = msOf(percentile(lr.latencies, 99))
+	r.P999Ms = msOf(percentile(lr.latencies, 99.9))
 	if len(lr.latencies) > 0 {
 		r.MaxMs = msOf(lr.latencies[len(lr.latencies)-1])
 	}
@@ -84,10 +86,10 @@ func loadavg() float64 {
 	return l
 }
 
-const runFormat = "%-6s %4s %-7s %8s %8s %8s %8s %8s %7s %7s %7s %7s %6s %6s %6s %5s\n"
+const runFormat = "%-6s %4s %-7s %8s %8s %8s %8s %8s %8s %7s %7s %7s %7s %6s %6s %6s %5s\n"
 
 func printRunHeader(w io.Writer) {
-	fmt.Fprintf(w, runFormat, "round", "c", "variant", "req/s", "p50 ms", "p99 ms", "max ms", "requests",
+	fmt.Fprintf(w, runFormat, "round", "c", "variant", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "requests",
 		"server", "upstr", "bare", "client", "pg+", "pg", "up+", "load")
 }
 
@@ -102,7 +104,7 @@ func printRun(w io.Writer, r runResult) {
 	}
 	cpu := func(k string) string { return fmt.Sprintf("%.0f", r.CPUPerReqUs[k]) }
 	fmt.Fprintf(w, runFormat, round, fmt.Sprint(r.Concurrency), r.Variant,
-		fmt.Sprintf("%.0f", r.ReqPerSec), msf(r.P50Ms), msf(r.P99Ms), msf(r.MaxMs), fmt.Sprint(r.Requests),
+		fmt.Sprintf("%.0f", r.ReqPerSec), msf(r.P50Ms), msf(r.P99Ms), msf(r.P999Ms), msf(r.MaxMs), fmt.Sprint(r.Requests),
 		cpu("server"), cpu("upstream"), cpu("bare"), cpu("client"),
 		sessions, fmt.Sprint(r.PGBackends), fmt.Sprint(r.UpstreamConns), fmt.Sprintf("%.1f", r.Load1))
 	if r.Errors > 0 || r.Bad > 0 {
