@@ -33,16 +33,30 @@ func main() {
 	if roleMain(os.Args[1:]) {
 		return
 	}
-	cfg, err := parseFlags(os.Args[1:], os.Getenv("TEST_DATABASE_URL"))
+	cfg, err := parseFlags(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serverload:", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop() // a second Ctrl-C ends the bench at once
+			fmt.Fprintln(os.Stderr, "serverload: interrupted: stopping the processes and dropping the database (Ctrl-C again to quit now)")
+		case <-finished:
+		}
+	}()
+	_, err = run(ctx, cfg, os.Stdout)
+	close(finished)
+	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			err = fmt.Errorf("interrupted; the processes are stopped and the database dropped (%w)", err)
+			err = fmt.Errorf("interrupted; the processes are stopped and the database dropped: %w", err)
 		}
 		fmt.Fprintln(os.Stderr, "serverload:", err)
 		stop()
@@ -69,7 +83,9 @@ type config struct {
 	afterRun func(runResult)
 }
 
-func parseFlags(args []string, defaultDB string) (config, error) {
+// parseFlags parses the command line; getenv supplies TEST_DATABASE_URL
+// when -db is not given.
+func parseFlags(args []string, getenv func(string) string) (config, error) {
 	fs := flag.NewFlagSet("serverload", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./bench/serverload [flags]\n\n"+
@@ -80,7 +96,7 @@ func parseFlags(args []string, defaultDB string) (config, error) {
 	}
 	var cfg config
 	var conc, vars, rate string
-	fs.StringVar(&cfg.AdminURL, "db", defaultDB, "`URL` of a Postgres database the bench creates its database from (default $TEST_DATABASE_URL)")
+	fs.StringVar(&cfg.AdminURL, "db", "", "`URL` of a Postgres database the bench creates its database from (default $TEST_DATABASE_URL)")
 	fs.IntVar(&cfg.Connections, "n", 100_000, "`connections` to seed; each request is for a random one of them")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each measured run (at least 10s lets the proxy's 5 s connection cache and the 10 s API-key cache expire in every run)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "warm-up of each variant at the highest concurrency, before the rounds (0 for none)")
@@ -97,6 +113,9 @@ func parseFlags(args []string, defaultDB string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.AdminURL == "" {
+		cfg.AdminURL = getenv("TEST_DATABASE_URL")
 	}
 	if cfg.AdminURL == "" {
 		return cfg, errors.New("no database: pass -db or set TEST_DATABASE_URL to a Postgres URL " +
@@ -177,7 +196,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
 			// A statement or request cut short by the interruption.
 			err = fmt.Errorf("%w: %v", ctx.Err(), err)
 		}
-		if err != nil {
+		if err != nil && b.upstream != nil {
 			// Keep the processes' logs for the post-mortem.
 			err = fmt.Errorf("%w\n(the processes' logs are in %s)", err, tmp)
 		} else {

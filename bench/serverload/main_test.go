@@ -74,7 +74,7 @@ func TestBench(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
 	cfg, err := parseFlags([]string{"-n", "30", "-duration", "300ms", "-warmup", "100ms", "-rounds", "2",
 		"-c", "1,3", "-variants", "get,proxy,bare,direct", "-seed-workers", "3", "-json", jsonPath,
-		"-server-bin", builtServer(t)}, db)
+		"-server-bin", builtServer(t)}, env(db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestBenchInterrupted(t *testing.T) {
 	db := adminURL(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	cfg, err := parseFlags([]string{"-n", "5", "-duration", "1h", "-warmup", "1h", "-c", "2", "-server-bin", builtServer(t)}, db)
+	cfg, err := parseFlags([]string{"-n", "5", "-duration", "1h", "-warmup", "1h", "-c", "2", "-server-bin", builtServer(t)}, env(db))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func FuzzParseProcStat(f *testing.F) {
 
 func TestParseFlags(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseFlags(nil, "postgres://postgres@127.0.0.1:5432/test")
+	cfg, err := parseFlags(nil, env("postgres://postgres@127.0.0.1:5432/test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestParseFlags(t *testing.T) {
 		!equal(cfg.Concurrencies, []int{1, 64}) || !equal(cfg.Variants, []string{"get", "proxy", "bare"}) || cfg.RateLimit != -1 {
 		t.Errorf("defaults: %+v", cfg)
 	}
-	cfg, err = parseFlags([]string{"-db", "postgres://h/db", "-n", "5", "-c", "2, 8", "-variants", "bare,direct", "-rate-limit", "100000"}, "")
+	cfg, err = parseFlags([]string{"-db", "postgres://h/db", "-n", "5", "-c", "2, 8", "-variants", "bare,direct", "-rate-limit", "100000"}, env("postgres://other/db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +149,20 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-n", "0"}, "postgres://h/db", "-n"},
 		{[]string{"extra"}, "postgres://h/db", "unexpected arguments"},
 	} {
-		_, err := parseFlags(tc.args, tc.db)
+		_, err := parseFlags(tc.args, env(tc.db))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseFlags(%q, %q) = %v, want an error with %q", tc.args, tc.db, err, tc.want)
 		}
+	}
+}
+
+// env is a getenv with TEST_DATABASE_URL set to db.
+func env(db string) func(string) string {
+	return func(k string) string {
+		if k == "TEST_DATABASE_URL" {
+			return db
+		}
+		return ""
 	}
 }
 
