@@ -213,7 +213,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
 		return nil, err
 	}
 	bin := cfg.ServerBin
-	if bin == "" {
+	if bin != "" {
+		if bin, err = filepath.Abs(bin); err != nil {
+			return nil, err
+		}
+	} else {
 		repo, err := findRepo(cfg.Repo)
 		if err != nil {
 			return nil, err
