@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/store/postgres"
+)
+
+// openAdmin connects to the Postgres that adminURL names and checks that it
+// answers.
+func openAdmin(ctx context.Context, adminURL string) (*sql.DB, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return nil, errors.New("the database URL (-db or TEST_DATABASE_URL) must be a postgres://user@host:port/db URL")
+	}
+	db, err := sql.Open("postgres", adminURL)
+	if err != nil {
+		return nil, err
+	}
+	// Its sessions are in the admin URL's database, not in the bench's:
+	// they do not count in the bench's session figures.
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("Postgres at %s does not answer (%v): start it, or point -db or TEST_DATABASE_URL at one "+
+			"(such as postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)", u.Redacted(), err)
+	}
+	return db, nil
+}
+
+// createDatabase creates an empty database and returns its name and URL.
+func createDatabase(ctx context.Context, admin *sql.DB, adminURL, suffix string) (string, string, error) {
+	name := "serverload_" + suffix
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name)); err != nil {
+		return "", "", fmt.Errorf("creating database %s: %w (the -db user needs CREATEDB)", name, err)
+	}
+	u, _ := url.Parse(adminURL)
+	u.Path = "/" + name
+	return name, u.String(), nil
+}
+
+// dropDatabase drops the bench's database, ending sessions a killed server
+// may have left (WITH (FORCE), Postgres 13 and later).
+func dropDatabase(admin *sql.DB, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)")
+	return err
+}
+
+// pgStats are the Postgres figures of the bench's database.
+type pgStats struct {
+	// Sessions is pg_stat_database.sessions, the sessions ever opened to
+	// the database (Postgres 14 and later; -1 before).
+	Sessions int64
+	// Backends is the number of sessions open now.
+	Backends int64
+}
+
+// readPGStats reads the session counters of database name. A backend
+// reports its session to the statistics at the end of its first
+// transaction, so a session opened in the last moments of a run may count
+// in the next.
+func readPGStats(ctx context.Context, admin *sql.DB, name string) (pgStats, error) {
+	var s pgStats
+	err := admin.QueryRowContext(ctx, `SELECT
+		CASE WHEN current_setting('server_version_num')::int >= 140000
+			THEN (SELECT (to_jsonb(d) ->> 'sessions')::bigint FROM pg_stat_database d WHERE datname = $1)
+			ELSE -1 END,
+		(SELECT count(*) FROM pg_stat_activity WHERE datname = $1)`, name).Scan(&s.Sessions, &s.Backends)
+	if err != nil {
+		return s, fmt.Errorf("reading pg_stat_database: %w", err)
+	}
+	return s, nil
+}
+
+// keyID is the id the reference server gives an encryption key (see
+// keyID in examples/server): "k" and the first 8 hex digits of its
+// SHA-256. The seeder must seal under the same id for the server to open
+// what it sealed.
+func keyID(key []byte) string {
+	sum := sha256.Sum256(key)
+	return "k" + hex.EncodeToString(sum[:4])
+}
+
+// Names of what the bench creates.
+const (
+	benchProvider    = "bench-api"
+	benchIntegration = "api"
+)
+
+// connectionID is the id of the i-th seeded connection.
+func connectionID(i int) string { return "user-" + strconv.Itoa(i) }
+
+// accessToken is the access token of the i-th seeded connection; salt
+// differs per bench run.
+func accessToken(i int, salt string) string {
+	return "at_" + strconv.Itoa(i) + "_" + salt
+}
+
+// seedConfig is what seeding needs.
+type seedConfig struct {
+	dbURL     string
+	key       []byte
+	providers []*integrations.Provider
+	n         int
+	workers   int
+	salt      string
+	progress  io.Writer
+}
+
+// seed imports cfg.n OAuth 2 connections into the dev environment with
+// the library, in this process, on the server's database and key:
+// connections.Service.Import, the code behind POST /connections, with its
+// validation, sealing and operations log, without the HTTP round trip.
+// Their tokens expire in a year, so nothing refreshes during the bench.
+func seed(ctx context.Context, cfg seedConfig) (time.Duration, error) {
+	db, err := sql.Open("postgres", cfg.dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(cfg.workers + 2)
+	db.SetMaxIdleConns(cfg.workers + 2)
+	st, err := postgres.New(db, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	sched, err := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{})
+	if err != nil {
+		return 0, err
+	}
+	cat, err := integrations.DefaultCatalog()
+	if err != nil {
+		return 0, err
+	}
+	if cat, err = cat.With(cfg.providers...); err != nil {
+		return 0, err
+	}
+	// Not started: Import needs no background work.
+	svc, err := connect.New(connect.Config{
+		Store:             st,
+		Scheduler:         sched,
+		EncryptionKeys:    []connect.EncryptionKey{{ID: keyID(cfg.key), Key: cfg.key}},
+		Providers:         cat,
+		RateLimitRequests: -1,
+	})
+	if err != nil {
+		return 0, err
+	}
+	env, err := svc.Environments().GetByName(ctx, "dev")
+	if err != nil {
+		return 0, fmt.Errorf("the server's dev environment: %w", err)
+	}
+	expires := &connections.DateTime{Time: time.Now().Add(365 * 24 * time.Hour).UTC().Truncate(time.Second)}
+
+	start := time.Now()
+	var next, done atomic.Int64
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for range cfg.workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= cfg.n || ctx.Err() != nil {
+					return
+				}
+				_, _, err := svc.Connections().Import(ctx, env.ID, connections.ImportInput{
+					ProviderConfigKey: benchIntegration,
+					ConnectionID:      connectionID(i),
+					AccessToken:       accessToken(i, cfg.salt),
+					RefreshToken:      "rt_" + strconv.Itoa(i) + "_" + cfg.salt,
+					ExpiresAt:         expires,
+					ConnectionConfig:  map[string]any{"path": "api"},
+				})
+				if err != nil {
+					cancel(fmt.Errorf("importing connection %d: %w", i, err))
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-t.C:
+				d := done.Load()
+				fmt.Fprintf(cfg.progress, "  seeded %d of %d (%.0f/s)\n", d, cfg.n, float64(d)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	wg.Wait()
+	close(stopProgress)
+	<-progressDone
+	if err := context.Cause(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
