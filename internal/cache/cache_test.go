@@ -23,7 +23,7 @@ func newClock() *clock {
 	return c
 }
 
-func (c *clock) now() time.Time           { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 var errGone = errors.New("gone")
