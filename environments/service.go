@@ -54,7 +54,9 @@ func NewService(st Store, keyring *secret.Keyring, now func() time.Time, keyCach
 		Load: s.loadPrincipal,
 		TTL:  keyCacheTTL,
 		Now:  now,
-		Gone: func(err error) bool { return errors.Is(err, store.ErrUnauthorized) || errors.Is(err, store.ErrNotFound) },
+		Gone: func(err error) bool {
+			return errors.Is(err, store.ErrUnauthorized) || errors.Is(err, store.ErrNotFound)
+		},
 	})
 	s.signing = cache.New(cache.Config[int64, string]{
 		Load: s.loadSigningKey,
