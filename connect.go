@@ -590,7 +590,9 @@ func (s *Service) sweepLoop(ctx context.Context, done chan struct{}) {
 
 // Stop stops background work, waiting for running jobs within ctx's
 // deadline; jobs still running then are interrupted and run again after
-// the next Start (or by another instance sharing a Postgres scheduler).
+// the next Start (or by another instance sharing a Postgres scheduler). It
+// also waits, within ctx, for the caches' background refreshes (of API
+// keys, signing keys and the proxy's connections) to end.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -612,6 +614,18 @@ func (s *Service) Stop(ctx context.Context) error {
 	derr := s.deliverer.Stop(ctx)
 	if err := s.scheduler.Stop(ctx); err != nil {
 		return errors.Join(derr, fmt.Errorf("connect: stop scheduler: %w", err))
+	}
+	// The caches' background refreshes end too, before the host closes
+	// its database.
+	refreshed := make(chan struct{})
+	go func() {
+		s.proxyCache.Wait()
+		s.environments.WaitRefreshes()
+		close(refreshed)
+	}()
+	select {
+	case <-refreshed:
+	case <-ctx.Done():
 	}
 	if derr != nil {
 		return fmt.Errorf("connect: stop webhook delivery: %w", derr)

@@ -67,6 +67,15 @@ func NewService(st Store, keyring *secret.Keyring, now func() time.Time, keyCach
 	return s
 }
 
+// WaitRefreshes waits for the reads that refresh its caches in the
+// background (each bounded by cache.DefaultRefreshTimeout) to end.
+// connect.Service.Stop calls it, so that none runs after the host closes its
+// database.
+func (s *Service) WaitRefreshes() {
+	s.keys.Wait()
+	s.signing.Wait()
+}
+
 // afterChange runs drop now and, when ctx is inside a transaction of a
 // Store that supports it, again once that transaction commits: a request
 // that read the record between the two, before the commit, cached what the

@@ -86,7 +86,10 @@ type Cache[K comparable, V any] struct {
 	mu      sync.RWMutex
 	entries map[K]*entry[V]  // guarded by mu
 	flights map[K]*flight[V] // loads in flight, by key; guarded by mu
-	bg      sync.WaitGroup   // refreshes running in the background
+	// bgRunning counts the refreshes running in the background; bgIdle is
+	// closed whenever it is zero. Both guarded by mu.
+	bgRunning int
+	bgIdle    chan struct{}
 }
 
 type entry[V any] struct {
@@ -126,7 +129,9 @@ func New[K comparable, V any](cfg Config[K, V]) *Cache[K, V] {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Cache[K, V]{cfg: cfg, entries: map[K]*entry[V]{}, flights: map[K]*flight[V]{}}
+	idle := make(chan struct{})
+	close(idle)
+	return &Cache[K, V]{cfg: cfg, entries: map[K]*entry[V]{}, flights: map[K]*flight[V]{}, bgIdle: idle}
 }
 
 // Get returns the value of k: the cached one while it is within its TTL
@@ -198,10 +203,19 @@ func (c *Cache[K, V]) refresh(k K, now time.Time) {
 	}
 	f := &flight[V]{done: make(chan struct{}), started: now}
 	c.flights[k] = f
-	c.bg.Add(1)
+	if c.bgRunning == 0 {
+		c.bgIdle = make(chan struct{})
+	}
+	c.bgRunning++
 	c.mu.Unlock()
 	go func() {
-		defer c.bg.Done()
+		defer func() {
+			c.mu.Lock()
+			if c.bgRunning--; c.bgRunning == 0 {
+				close(c.bgIdle)
+			}
+			c.mu.Unlock()
+		}()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RefreshTimeout)
 		defer cancel()
 		_, _ = c.run(ctx, k, f, true)
@@ -341,6 +355,11 @@ func (c *Cache[K, V]) Len() int {
 	return len(c.entries)
 }
 
-// Wait waits for the refreshes running in the background to end (tests and
-// shutdown use it).
-func (c *Cache[K, V]) Wait() { c.bg.Wait() }
+// Wait waits until no refresh runs in the background (tests and shutdown
+// use it). Gets may start refreshes while it waits.
+func (c *Cache[K, V]) Wait() {
+	c.mu.RLock()
+	idle := c.bgIdle
+	c.mu.RUnlock()
+	<-idle
+}
