@@ -197,7 +197,7 @@ func (s *Service) newProxyCache() *cache.Cache[proxyKey, *proxy.Target] {
 		},
 		Gone: func(err error) bool { return errors.Is(err, store.ErrNotFound) },
 		RefreshFailed: func(k proxyKey, err error) {
-			s.logger.Warn("proxy: refreshing a cached connection failed; the cached copy serves until it expires",
+			s.logger.Warn("proxy: refreshing a cached connection failed; its cached copy serves until it expires",
 				"environment_id", k.env, "integration", k.key, "connection_id", k.id, "err", err)
 		},
 		MaxEntries: maxProxyCacheEntries,
@@ -209,7 +209,7 @@ func (s *Service) newProxyCache() *cache.Cache[proxyKey, *proxy.Target] {
 // Store that supports it, again once it commits: a call that read the
 // record between the two, before the commit, cached what the commit
 // replaced.
-func dropAfterChange(st any, ctx context.Context, drop func()) {
+func dropAfterChange(ctx context.Context, st any, drop func()) {
 	drop()
 	if h, ok := st.(store.CommitHooker); ok {
 		h.AfterCommit(ctx, drop)
@@ -228,21 +228,21 @@ type proxyCacheInvalidator struct {
 func (s proxyCacheInvalidator) CreateConnection(ctx context.Context, c *connections.Connection) error {
 	err := s.Store.CreateConnection(ctx, c)
 	k := proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
-	dropAfterChange(s.Store, ctx, func() { s.cache.Delete(k) })
+	dropAfterChange(ctx, s.Store, func() { s.cache.Delete(k) })
 	return err
 }
 
 func (s proxyCacheInvalidator) UpdateConnection(ctx context.Context, c *connections.Connection) error {
 	err := s.Store.UpdateConnection(ctx, c)
 	k := proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
-	dropAfterChange(s.Store, ctx, func() { s.cache.Delete(k) })
+	dropAfterChange(ctx, s.Store, func() { s.cache.Delete(k) })
 	return err
 }
 
 func (s proxyCacheInvalidator) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
 	err := s.Store.DeleteConnection(ctx, environmentID, integrationKey, connectionID)
 	k := proxyKey{environmentID, integrationKey, connectionID}
-	dropAfterChange(s.Store, ctx, func() { s.cache.Delete(k) })
+	dropAfterChange(ctx, s.Store, func() { s.cache.Delete(k) })
 	return err
 }
 
@@ -260,7 +260,7 @@ func (s integrationCacheInvalidator) UpdateIntegration(ctx context.Context, in *
 	// key of its cached connections.
 	err := s.Store.UpdateIntegration(ctx, in)
 	env, key := in.EnvironmentID, in.UniqueKey
-	dropAfterChange(s.Store, ctx, func() {
+	dropAfterChange(ctx, s.Store, func() {
 		s.cache.DeleteFunc(func(k proxyKey, _ *proxy.Target) bool { return k.env == env && k.key == key })
 	})
 	return err
@@ -268,7 +268,7 @@ func (s integrationCacheInvalidator) UpdateIntegration(ctx context.Context, in *
 
 func (s integrationCacheInvalidator) DeleteIntegration(ctx context.Context, environmentID int64, uniqueKey string) error {
 	err := s.Store.DeleteIntegration(ctx, environmentID, uniqueKey)
-	dropAfterChange(s.Store, ctx, func() {
+	dropAfterChange(ctx, s.Store, func() {
 		s.cache.DeleteFunc(func(k proxyKey, _ *proxy.Target) bool { return k.env == environmentID && k.key == uniqueKey })
 	})
 	return err

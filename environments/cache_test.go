@@ -221,11 +221,15 @@ func TestRefreshFailureDoesNotPoison(t *testing.T) {
 		down := errors.New("connection refused")
 		b.st.set(nil, down)
 		b.advance(8 * time.Second)
+		keys0, _ := b.st.reads()
 		for range 3 {
 			if _, err := b.svc.Authenticate(context.Background(), b.raw); err != nil {
-				t.Fatalf("during failed refreshes: %v", err)
+				t.Fatalf("during a failed refresh: %v", err)
 			}
 			synctest.Wait()
+		}
+		if keys, _ := b.st.reads(); keys-keys0 != 1 {
+			t.Errorf("%d reads, want 1: a refresh that failed is not tried again before the key expires", keys-keys0)
 		}
 		b.advance(2 * time.Second) // expired
 		if _, err := b.svc.Authenticate(context.Background(), b.raw); !errors.Is(err, down) {

@@ -53,7 +53,8 @@ type Config[K comparable, V any] struct {
 	// record deleted): the entry is then dropped at once. Any other error
 	// of a refresh leaves the entry to be served until it expires (a
 	// database that fails for a moment does not fail the requests the
-	// cache can answer), and the next Get past RefreshAfter tries again.
+	// cache can answer) without another refresh: the first Get after it
+	// expires loads it.
 	Gone func(err error) bool
 
 	// RefreshTimeout bounds a refresh ahead of expiry, which runs with a
@@ -61,8 +62,8 @@ type Config[K comparable, V any] struct {
 	// it. Defaults to DefaultRefreshTimeout.
 	RefreshTimeout time.Duration
 
-	// RefreshFailed, when set, is told of each failed refresh ahead of
-	// expiry (to log it).
+	// RefreshFailed, when set, is told of each refresh ahead of expiry
+	// that failed with an error other than Gone (to log it).
 	RefreshFailed func(k K, err error)
 
 	// MaxEntries bounds the number of entries: a cache that is full evicts
@@ -95,6 +96,9 @@ type Cache[K comparable, V any] struct {
 type entry[V any] struct {
 	v      V
 	loaded time.Time // when the load that read v started
+	// refreshFailed: a refresh of v failed; no other is tried, and the
+	// Get after expiry loads. Guarded by the Cache's mu.
+	refreshFailed bool
 }
 
 // flight is one load of a key. done is closed once v and err are set.
@@ -151,7 +155,7 @@ func (c *Cache[K, V]) Get(ctx context.Context, k K) (V, error) {
 		e, f := c.entries[k], c.flights[k]
 		if c.usable(e, now) {
 			v := e.v
-			refresh := f == nil && now.Sub(e.loaded) >= c.cfg.RefreshAfter
+			refresh := f == nil && !e.refreshFailed && now.Sub(e.loaded) >= c.cfg.RefreshAfter
 			c.mu.RUnlock()
 			if refresh {
 				c.refresh(k, now)
@@ -236,7 +240,7 @@ func (c *Cache[K, V]) run(ctx context.Context, k K, f *flight[V], background boo
 	v, err = c.cfg.Load(ctx, k)
 	settled = true
 	c.settle(k, f, v, err, err != nil && !background && ctx.Err() != nil, background)
-	if err != nil && background && c.cfg.RefreshFailed != nil {
+	if err != nil && background && c.cfg.RefreshFailed != nil && (c.cfg.Gone == nil || !c.cfg.Gone(err)) {
 		c.cfg.RefreshFailed(k, err)
 	}
 	return v, err
@@ -257,6 +261,10 @@ func (c *Cache[K, V]) settle(k K, f *flight[V], v V, err error, retry, backgroun
 		delete(c.entries, k)
 	case c.cfg.Gone != nil && c.cfg.Gone(err):
 		delete(c.entries, k)
+	default:
+		if e, ok := c.entries[k]; ok {
+			e.refreshFailed = true
+		}
 	}
 	f.v, f.err, f.retry = v, err, retry
 	c.mu.Unlock()
@@ -267,7 +275,7 @@ func (c *Cache[K, V]) settle(k K, f *flight[V], v V, err error, retry, backgroun
 // the cache is full. The caller holds mu.
 func (c *Cache[K, V]) storeLocked(k K, v V, at time.Time) {
 	if e, ok := c.entries[k]; ok {
-		e.v, e.loaded = v, at
+		e.v, e.loaded, e.refreshFailed = v, at, false
 		return
 	}
 	if len(c.entries) >= c.cfg.MaxEntries {

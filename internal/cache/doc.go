@@ -17,8 +17,9 @@
 //     starts one load in the background, so a value in use is replaced
 //     before it expires and no request waits for the Store.
 //   - Errors are never cached. A refresh that fails leaves the value to be
-//     served until it expires, unless Config.Gone says the value no longer
-//     exists (a key revoked elsewhere), which drops it at once.
+//     served until it expires (and is not tried again before), unless
+//     Config.Gone says the value no longer exists (a key revoked
+//     elsewhere), which drops it at once.
 //   - Invalidation that wins over loads in flight: after Delete or
 //     DeleteFunc returns, no Get returns the dropped value, and a load
 //     that started before it does not store what it read.
