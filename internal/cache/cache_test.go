@@ -449,3 +449,24 @@ func TestDisabled(t *testing.T) {
 		t.Errorf("%d loads, want 4", n)
 	}
 }
+
+// BenchmarkGetHit measures a Get that finds its value, from every
+// processor at once (the proxy's and the API key check's hot path).
+func BenchmarkGetHit(b *testing.B) {
+	src, clk := newSource(), newClock()
+	c := newCache(src, clk)
+	src.set("k", "v", nil)
+	if _, err := c.Get(context.Background(), "k"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if _, err := c.Get(ctx, "k"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
