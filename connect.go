@@ -17,6 +17,7 @@ import (
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/cache"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/jobs"
@@ -88,9 +89,14 @@ type Config struct {
 	// share one limit (see postgres.NewRateLimiter).
 	RateLimiter ratelimit.Limiter
 
-	// APIKeyCacheTTL is how long an authenticated API key is remembered in
-	// process. A key revoked by another instance keeps working here for at
-	// most this long. Defaults to 10 seconds; negative disables the cache.
+	// APIKeyCacheTTL is how long an authenticated API key (and an
+	// environment's webhook signing key) is remembered in process. A key
+	// revoked by another instance keeps working here for at most this
+	// long; one revoked through this Service stops at once. Concurrent
+	// requests with a key that is not cached read the Store once, and a
+	// key in use is read again in the background during the last quarter
+	// of this TTL, so requests do not wait for the Store when it expires.
+	// Defaults to 10 seconds; negative disables the cache.
 	APIKeyCacheTTL time.Duration
 
 	// MaxRequestBody limits API request bodies. Defaults to 1 MiB.
@@ -193,11 +199,14 @@ type Config struct {
 	// ProxyCacheTTL is how long the proxy reuses a connection it read
 	// (with its credentials) for later calls to the same connection. A
 	// token about to expire is never reused, a 401 bypasses the cache, and
-	// a change of the connection through this Service drops it; a
-	// connection deleted or re-authorized through another instance (or
-	// removed with its integration) may be used with its old credentials
-	// for at most this long. Defaults to 5 seconds; negative disables the
-	// cache.
+	// a change of the connection or of its integration through this
+	// Service drops it; a connection deleted or re-authorized through
+	// another instance may be used with its old credentials for at most
+	// this long. Concurrent calls to a connection that is not cached read
+	// it once, and a connection in use is read again in the background
+	// during the last quarter of this TTL, so calls do not wait for the
+	// Store when it expires. At most 10,000 connections are cached.
+	// Defaults to 5 seconds; negative disables the cache.
 	ProxyCacheTTL time.Duration
 
 	// CredentialCheckTimeout bounds the request that checks the
@@ -258,7 +267,7 @@ type Service struct {
 	sessions     *connections.Sessions
 	connectUI    *connectui.Handler
 	proxy        *proxy.Proxy
-	proxyCache   *proxyCache
+	proxyCache   *cache.Cache[proxyKey, *proxy.Target]
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
@@ -386,9 +395,10 @@ func New(cfg Config) (*Service, error) {
 		ttl = 0
 	}
 	s.environments = environments.NewService(cfg.Store, keyring, cfg.Now, ttl)
-	s.integrations = integrations.NewService(cfg.Store, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
-	s.proxyCache = newProxyCache(cfg.ProxyCacheTTL)
-	// Connection changes made through this Service drop the proxy's cached copy.
+	s.proxyCache = s.newProxyCache()
+	// Changes of connections and integrations made through this Service
+	// drop the proxy's cached copies.
+	s.integrations = integrations.NewService(integrationCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections = connections.NewService(proxyCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	if err := s.setupWebhooks(); err != nil {
 		return nil, err
@@ -580,7 +590,9 @@ func (s *Service) sweepLoop(ctx context.Context, done chan struct{}) {
 
 // Stop stops background work, waiting for running jobs within ctx's
 // deadline; jobs still running then are interrupted and run again after
-// the next Start (or by another instance sharing a Postgres scheduler).
+// the next Start (or by another instance sharing a Postgres scheduler). It
+// also waits, within ctx, for the caches' background refreshes (of API
+// keys, signing keys and the proxy's connections) to end.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -602,6 +614,18 @@ func (s *Service) Stop(ctx context.Context) error {
 	derr := s.deliverer.Stop(ctx)
 	if err := s.scheduler.Stop(ctx); err != nil {
 		return errors.Join(derr, fmt.Errorf("connect: stop scheduler: %w", err))
+	}
+	// The caches' background refreshes end too, before the host closes
+	// its database.
+	refreshed := make(chan struct{})
+	go func() {
+		s.proxyCache.Wait()
+		s.environments.WaitRefreshes()
+		close(refreshed)
+	}()
+	select {
+	case <-refreshed:
+	case <-ctx.Done():
 	}
 	if derr != nil {
 		return fmt.Errorf("connect: stop webhook delivery: %w", derr)

@@ -8,7 +8,7 @@
 // Build a Service with New from a Config that names a Store and the
 // encryption keys, then mount its handlers on the host's mux:
 //
-//	db, _ := sql.Open("postgres", dsn)
+//	db, _ := postgres.Open(ctx, dsn, nil) // a pool sized and kept open (see package store/postgres)
 //	if err := postgres.Migrate(ctx, db, nil); err != nil { ... }
 //	st, _ := postgres.New(db, nil)
 //	sched, _ := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{})

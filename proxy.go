@@ -2,14 +2,15 @@ package connect
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/cache"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/store"
@@ -87,15 +88,29 @@ func (s *Service) ProxyClient(environmentID int64, integrationKey, connectionID 
 
 // proxyTarget is the proxy's Source: the connection with fresh
 // credentials (Connections().Get refreshes a token about to expire),
-// remembered for Config.ProxyCacheTTL unless forced.
+// remembered for Config.ProxyCacheTTL unless forced. The cache is
+// single-flight per connection (concurrent calls to a connection that is
+// not cached read it once) and refreshes a connection in use in the
+// background during the last quarter of its TTL; see internal/cache.
 func (s *Service) proxyTarget(ctx context.Context, envID int64, key, id string, force bool) (*proxy.Target, error) {
 	k := proxyKey{envID, key, id}
 	if !force {
-		if t := s.proxyCache.get(k, s.cfg.Now(), s.refreshThreshold); t != nil {
-			return t, nil
-		}
+		return s.proxyCache.Get(ctx, k)
 	}
-	c, err := s.connections.Get(ctx, envID, key, id, connections.GetOptions{ForceRefresh: force})
+	start := s.cfg.Now()
+	t, err := s.loadTarget(ctx, k, true)
+	if err != nil {
+		return nil, err
+	}
+	s.proxyCache.Set(k, t, start)
+	return t, nil
+}
+
+// loadTarget reads the connection of k, refreshing its token when due (or
+// whenever it can be, with force), and the integration's client when calls
+// need it.
+func (s *Service) loadTarget(ctx context.Context, k proxyKey, force bool) (*proxy.Target, error) {
+	c, err := s.connections.Get(ctx, k.env, k.key, k.id, connections.GetOptions{ForceRefresh: force})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +120,7 @@ func (s *Service) proxyTarget(ctx context.Context, envID int64, key, id string, 
 	}
 	t := &proxy.Target{Connection: c, Provider: p}
 	if needsClient(p, c) {
-		it, err := s.integrations.Get(ctx, envID, key)
+		it, err := s.integrations.Get(ctx, k.env, k.key)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +131,6 @@ func (s *Service) proxyTarget(ctx context.Context, envID int64, key, id string, 
 			}
 		}
 	}
-	s.proxyCache.put(k, t, s.cfg.Now())
 	return t, nil
 }
 
@@ -163,87 +177,104 @@ func needsClient(p *integrations.Provider, c *connections.Connection) bool {
 	return false
 }
 
-func newProxyCache(ttl time.Duration) *proxyCache {
+// newProxyCache builds the proxy's connection cache: entries live
+// Config.ProxyCacheTTL (DefaultProxyCacheTTL by default, none when
+// negative), an entry whose token is due for refresh
+// (connections.RefreshDue) is never served, a refresh that finds the
+// connection gone drops it, and at most maxProxyCacheEntries are kept.
+func (s *Service) newProxyCache() *cache.Cache[proxyKey, *proxy.Target] {
+	ttl := s.cfg.ProxyCacheTTL
 	if ttl == 0 {
 		ttl = DefaultProxyCacheTTL
 	}
-	return &proxyCache{ttl: ttl, m: map[proxyKey]proxyEntry{}}
+	return cache.New(cache.Config[proxyKey, *proxy.Target]{
+		Load: func(ctx context.Context, k proxyKey) (*proxy.Target, error) { return s.loadTarget(ctx, k, false) },
+		TTL:  ttl,
+		// Due by the rule of reads (a token that lives shorter than the
+		// threshold stays usable until half of it is used).
+		Fresh: func(t *proxy.Target, now time.Time) bool {
+			return !connections.RefreshDue(t.Connection.Credentials, now, s.refreshThreshold(t.Provider))
+		},
+		Gone: func(err error) bool { return errors.Is(err, store.ErrNotFound) },
+		RefreshFailed: func(k proxyKey, err error) {
+			s.logger.Warn("proxy: refreshing a cached connection failed; its cached copy serves until it expires",
+				"environment_id", k.env, "integration", k.key, "connection_id", k.id, "err", err)
+		},
+		MaxEntries: maxProxyCacheEntries,
+		Now:        s.cfg.Now,
+	})
+}
+
+// dropAfterChange runs drop now and, when ctx is inside a transaction of a
+// Store that supports it, again once it commits: a call that read the
+// record between the two, before the commit, cached what the commit
+// replaced.
+func dropAfterChange(ctx context.Context, st any, drop func()) {
+	drop()
+	if h, ok := st.(store.CommitHooker); ok {
+		h.AfterCommit(ctx, drop)
+	}
 }
 
 // proxyCacheInvalidator is the connections Store of the Service: every
-// update or deletion of a connection through this Service (refresh,
-// re-authorization, metadata, deletion) drops the proxy's cached copy.
+// creation, update or deletion of a connection through this Service
+// (refresh, re-authorization, import, metadata, deletion) drops the proxy's
+// cached copy.
 type proxyCacheInvalidator struct {
 	connections.Store
-	cache *proxyCache
+	cache *cache.Cache[proxyKey, *proxy.Target]
+}
+
+func (s proxyCacheInvalidator) CreateConnection(ctx context.Context, c *connections.Connection) error {
+	err := s.Store.CreateConnection(ctx, c)
+	k := proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
+	dropAfterChange(ctx, s.Store, func() { s.cache.Delete(k) })
+	return err
 }
 
 func (s proxyCacheInvalidator) UpdateConnection(ctx context.Context, c *connections.Connection) error {
 	err := s.Store.UpdateConnection(ctx, c)
-	s.cache.drop(proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
+	k := proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
+	dropAfterChange(ctx, s.Store, func() { s.cache.Delete(k) })
 	return err
 }
 
 func (s proxyCacheInvalidator) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
 	err := s.Store.DeleteConnection(ctx, environmentID, integrationKey, connectionID)
-	s.cache.drop(proxyKey{environmentID, integrationKey, connectionID})
+	k := proxyKey{environmentID, integrationKey, connectionID}
+	dropAfterChange(ctx, s.Store, func() { s.cache.Delete(k) })
+	return err
+}
+
+// integrationCacheInvalidator is the integrations Store of the Service: an
+// integration updated (its client credentials, which OAuth 1 signs with)
+// or deleted (with its connections) through this Service drops the proxy's
+// cached connections of that integration.
+type integrationCacheInvalidator struct {
+	integrations.Store
+	cache *cache.Cache[proxyKey, *proxy.Target]
+}
+
+func (s integrationCacheInvalidator) UpdateIntegration(ctx context.Context, in *integrations.Integration) error {
+	// An integration with connections cannot be renamed: its key is the
+	// key of its cached connections.
+	err := s.Store.UpdateIntegration(ctx, in)
+	env, key := in.EnvironmentID, in.UniqueKey
+	dropAfterChange(ctx, s.Store, func() {
+		s.cache.DeleteFunc(func(k proxyKey, _ *proxy.Target) bool { return k.env == env && k.key == key })
+	})
+	return err
+}
+
+func (s integrationCacheInvalidator) DeleteIntegration(ctx context.Context, environmentID int64, uniqueKey string) error {
+	err := s.Store.DeleteIntegration(ctx, environmentID, uniqueKey)
+	dropAfterChange(ctx, s.Store, func() {
+		s.cache.DeleteFunc(func(k proxyKey, _ *proxy.Target) bool { return k.env == environmentID && k.key == uniqueKey })
+	})
 	return err
 }
 
 type proxyKey struct {
 	env     int64
 	key, id string
-}
-
-type proxyEntry struct {
-	t  *proxy.Target
-	at time.Time
-}
-
-// proxyCache remembers targets for a short time, so that a burst of calls
-// to one connection reads it from the Store once. An entry whose token is
-// due for refresh (connections.RefreshDue) is not used.
-type proxyCache struct {
-	ttl time.Duration
-	mu  sync.Mutex
-	m   map[proxyKey]proxyEntry
-}
-
-func (pc *proxyCache) get(k proxyKey, now time.Time, threshold func(*integrations.Provider) time.Duration) *proxy.Target {
-	if pc.ttl <= 0 {
-		return nil
-	}
-	pc.mu.Lock()
-	e, ok := pc.m[k]
-	pc.mu.Unlock()
-	if !ok || !now.Before(e.at.Add(pc.ttl)) {
-		return nil
-	}
-	// Due by the rule of reads (a token that lives shorter than the
-	// threshold stays usable until half of it is used).
-	if connections.RefreshDue(e.t.Connection.Credentials, now, threshold(e.t.Provider)) {
-		return nil
-	}
-	return e.t
-}
-
-func (pc *proxyCache) drop(k proxyKey) {
-	pc.mu.Lock()
-	delete(pc.m, k)
-	pc.mu.Unlock()
-}
-
-func (pc *proxyCache) put(k proxyKey, t *proxy.Target, now time.Time) {
-	if pc.ttl <= 0 {
-		return
-	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if _, ok := pc.m[k]; !ok && len(pc.m) >= maxProxyCacheEntries {
-		for old := range pc.m {
-			delete(pc.m, old)
-			break
-		}
-	}
-	pc.m[k] = proxyEntry{t: t, at: now}
 }

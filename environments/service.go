@@ -11,9 +11,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/embedauth/connect/internal/cache"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/store"
@@ -30,32 +30,61 @@ type Service struct {
 	store   Store
 	keyring *secret.Keyring
 	now     func() time.Time
-	ttl     time.Duration
 
-	mu    sync.Mutex
-	cache map[[32]byte]cachedKey
-
-	signingMu    sync.Mutex
-	signingCache map[int64]cachedSigningKey
-}
-
-type cachedSigningKey struct {
-	key     string
-	expires time.Time
-}
-
-type cachedKey struct {
-	p       *httpapi.Principal
-	expires time.Time
+	// keys maps the SHA-256 of an API key to its principal; signing maps
+	// an environment's id to its plaintext webhook signing key.
+	keys    *cache.Cache[[32]byte, *httpapi.Principal]
+	signing *cache.Cache[int64, string]
 }
 
 // NewService is called by connect.New; hosts use the Service it builds.
-// keyCacheTTL bounds how long an authenticated API key is remembered in this
-// process: a key deleted in another process keeps working here for at most
-// that long. 0 disables the cache.
+// keyCacheTTL bounds how long an authenticated API key (and an
+// environment's webhook signing key) is remembered in this process: a key
+// deleted in another process keeps working here for at most that long. 0
+// disables the caches.
+//
+// The caches are single-flight per key (concurrent requests with a key
+// that is not cached read the Store once), refresh a key in use in the
+// background during the last quarter of its TTL while it keeps being
+// served, and never cache a failure; a refresh that finds the key deleted
+// forgets it at once.
 func NewService(st Store, keyring *secret.Keyring, now func() time.Time, keyCacheTTL time.Duration) *Service {
-	return &Service{store: st, keyring: keyring, now: now, ttl: keyCacheTTL, cache: map[[32]byte]cachedKey{},
-		signingCache: map[int64]cachedSigningKey{}}
+	s := &Service{store: st, keyring: keyring, now: now}
+	s.keys = cache.New(cache.Config[[32]byte, *httpapi.Principal]{
+		Load: s.loadPrincipal,
+		TTL:  keyCacheTTL,
+		Now:  now,
+		Gone: func(err error) bool {
+			return errors.Is(err, store.ErrUnauthorized) || errors.Is(err, store.ErrNotFound)
+		},
+	})
+	s.signing = cache.New(cache.Config[int64, string]{
+		Load: s.loadSigningKey,
+		TTL:  keyCacheTTL,
+		Now:  now,
+		Gone: func(err error) bool { return errors.Is(err, store.ErrNotFound) },
+	})
+	return s
+}
+
+// WaitRefreshes waits for the reads that refresh its caches in the
+// background (each bounded by cache.DefaultRefreshTimeout) to end.
+// connect.Service.Stop calls it, so that none runs after the host closes its
+// database.
+func (s *Service) WaitRefreshes() {
+	s.keys.Wait()
+	s.signing.Wait()
+}
+
+// afterChange runs drop now and, when ctx is inside a transaction of a
+// Store that supports it, again once that transaction commits: a request
+// that read the record between the two, before the commit, cached what the
+// commit replaced.
+func (s *Service) afterChange(ctx context.Context, drop func()) {
+	drop()
+	if h, ok := s.store.(store.CommitHooker); ok {
+		h.AfterCommit(ctx, drop)
+	}
 }
 
 var nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -200,9 +229,7 @@ func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Enviro
 		return nil
 	})
 	if err == nil && in.WebhookSigningKey != nil {
-		s.signingMu.Lock()
-		delete(s.signingCache, id)
-		s.signingMu.Unlock()
+		s.afterChange(ctx, func() { s.signing.Delete(id) })
 	}
 	return out, err
 }
@@ -210,34 +237,18 @@ func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Enviro
 // SigningKey returns the plaintext webhook signing key of an environment,
 // remembered in process for the key cache TTL (a key changed by another
 // instance takes effect here within it; one changed through this Service
-// at once).
+// at once). Concurrent calls for an environment whose key is not cached
+// read the Store once.
 func (s *Service) SigningKey(ctx context.Context, environmentID int64) (string, error) {
-	now := s.now()
-	if s.ttl > 0 {
-		s.signingMu.Lock()
-		c, ok := s.signingCache[environmentID]
-		s.signingMu.Unlock()
-		if ok && now.Before(c.expires) {
-			return c.key, nil
-		}
-	}
+	return s.signing.Get(ctx, environmentID)
+}
+
+func (s *Service) loadSigningKey(ctx context.Context, environmentID int64) (string, error) {
 	env, err := s.store.GetEnvironment(ctx, environmentID)
 	if err != nil {
 		return "", err
 	}
-	key, err := s.WebhookSigningKey(env)
-	if err != nil {
-		return "", err
-	}
-	if s.ttl > 0 {
-		s.signingMu.Lock()
-		if len(s.signingCache) >= 10000 {
-			s.signingCache = map[int64]cachedSigningKey{}
-		}
-		s.signingCache[environmentID] = cachedSigningKey{key: key, expires: now.Add(s.ttl)}
-		s.signingMu.Unlock()
-	}
-	return key, nil
+	return s.WebhookSigningKey(env)
 }
 
 // WebhookSigningKey returns the plaintext webhook signing key.
@@ -341,35 +352,31 @@ func (s *Service) ListAPIKeys(ctx context.Context, environmentID int64) ([]*APIK
 	return s.store.ListAPIKeys(ctx, environmentID)
 }
 
-// DeleteAPIKey revokes a key. The process's key cache forgets it at once;
-// other processes within the key cache TTL.
+// DeleteAPIKey revokes a key. The process's key cache forgets it at once
+// (a request that comes after DeleteAPIKey returns is refused, even while
+// a refresh of the key is in flight); other processes within the key cache
+// TTL.
 func (s *Service) DeleteAPIKey(ctx context.Context, environmentID, id int64) error {
 	if err := s.store.DeleteAPIKey(ctx, environmentID, id); err != nil {
 		return notFound(err, "api key")
 	}
-	s.mu.Lock()
-	for h, c := range s.cache {
-		if c.p.KeyID == id {
-			delete(s.cache, h)
-		}
-	}
-	s.mu.Unlock()
+	s.afterChange(ctx, func() {
+		s.keys.DeleteFunc(func(_ [32]byte, p *httpapi.Principal) bool {
+			return p.KeyID == id && p.EnvironmentID == environmentID
+		})
+	})
 	return nil
 }
 
 // Authenticate resolves an API key to its principal. An unknown key is an
-// ErrUnauthorized error with code unknown_account.
+// ErrUnauthorized error with code unknown_account. Principals are cached
+// for the key cache TTL (see NewService); unknown keys are not.
 func (s *Service) Authenticate(ctx context.Context, raw string) (*httpapi.Principal, error) {
-	h := sha256.Sum256([]byte(raw))
-	now := s.now()
-	if s.ttl > 0 {
-		s.mu.Lock()
-		c, ok := s.cache[h]
-		s.mu.Unlock()
-		if ok && now.Before(c.expires) {
-			return c.p, nil
-		}
-	}
+	return s.keys.Get(ctx, sha256.Sum256([]byte(raw)))
+}
+
+// loadPrincipal reads the principal of the API key whose SHA-256 is h.
+func (s *Service) loadPrincipal(ctx context.Context, h [32]byte) (*httpapi.Principal, error) {
 	key, err := s.store.GetAPIKeyByHash(ctx, h[:])
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -384,23 +391,7 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (*httpapi.Princi
 		}
 		return nil, err
 	}
-	p := &httpapi.Principal{EnvironmentID: env.ID, Environment: env.Name, Account: env.Account, KeyID: key.ID, Scopes: key.Scopes}
-	if s.ttl > 0 {
-		s.mu.Lock()
-		if len(s.cache) >= 10000 {
-			for k, c := range s.cache {
-				if !now.Before(c.expires) {
-					delete(s.cache, k)
-				}
-			}
-			if len(s.cache) >= 10000 {
-				s.cache = map[[32]byte]cachedKey{}
-			}
-		}
-		s.cache[h] = cachedKey{p: p, expires: now.Add(s.ttl)}
-		s.mu.Unlock()
-	}
-	return p, nil
+	return &httpapi.Principal{EnvironmentID: env.ID, Environment: env.Name, Account: env.Account, KeyID: key.ID, Scopes: key.Scopes}, nil
 }
 
 var varNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -21,8 +20,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	_ "github.com/lib/pq"
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/egress"
@@ -86,15 +83,24 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 			return errors.New("CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE is required with DATABASE_URL: generate a key once " +
 				"(openssl rand -base64 32 > connect.key), keep it, and start with CONNECT_ENCRYPTION_KEY_FILE=connect.key every time")
 		}
-		db, err := sql.Open("postgres", dsn)
+		opts := &postgres.Options{Logger: logger}
+		if v := getenv("CONNECT_DATABASE_MAX_CONNS"); v != "" {
+			if opts.MaxConns, err = strconv.Atoi(v); err != nil || opts.MaxConns < 1 {
+				return fmt.Errorf("CONNECT_DATABASE_MAX_CONNS %q is not a positive integer", v)
+			}
+		}
+		// One pool for the Store, River and the rate limiter, sized and
+		// kept open (postgres.Open): sessions are not closed and reopened
+		// under load.
+		db, err := postgres.Open(ctx, dsn, opts)
 		if err != nil {
 			return fmt.Errorf("DATABASE_URL: %w", err)
 		}
 		defer db.Close()
-		if err := postgres.Migrate(ctx, db, nil); err != nil {
+		if err := postgres.Migrate(ctx, db, opts); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		st, err := postgres.New(db, nil)
+		st, err := postgres.New(db, opts)
 		if err != nil {
 			return err
 		}
@@ -108,17 +114,17 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 			if w == 0 {
 				w = time.Minute
 			}
-			cfg.RateLimiter = postgres.NewRateLimiter(db, nil, n, w)
+			cfg.RateLimiter = postgres.NewRateLimiter(db, opts, n, w)
 		}
 		// Webhook deliveries live in the database: stored with their job
 		// in the transaction of the change that caused them, kept across
 		// restarts, shared by every instance.
-		sched, err := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{Logger: logger, JobTimeout: 2 * time.Minute})
+		sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{Logger: logger, JobTimeout: 2 * time.Minute})
 		if err != nil {
 			return err
 		}
 		cfg.Scheduler = sched
-		logger.Info("using Postgres store")
+		logger.Info("using Postgres store", "max_conns", db.Stats().MaxOpenConnections)
 	} else {
 		cfg.Store = memory.New()
 		logger.Info("using in-memory store: data is lost when the server stops")

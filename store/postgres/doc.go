@@ -1,15 +1,63 @@
 // Package postgres is the production implementation of connect.Store, on
 // Postgres through database/sql, sqlx and lib/pq.
 //
-// The host owns the *sql.DB (any "postgres" database/sql driver works; this
-// package imports lib/pq, which registers one) and shares it with its own
-// code. Every table lives in one schema, "connect" unless [Options.Schema]
-// says otherwise, so the Store sits safely in the host's database.
+// The host owns the *sql.DB and shares it with its own code. [Open] makes
+// one sized for the Store (any "postgres" database/sql driver works too;
+// this package imports lib/pq, which registers one). Every table lives in
+// one schema, "connect" unless [Options.Schema] says otherwise, so the Store
+// sits safely in the host's database.
 //
-//	if err := postgres.Migrate(ctx, db, nil); err != nil { ... } // once, at start-up
-//	s, err := postgres.New(db, nil)
+//	db, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), opts) // a pool of opts.MaxConns sessions, kept open
+//	...
+//	defer db.Close()
+//	if err := postgres.Migrate(ctx, db, opts); err != nil { ... } // once, at start-up
+//	s, err := postgres.New(db, opts)
 //	...
 //	defer s.Close() // before db.Close
+//
+// # Connections
+//
+// One pool serves the Store, the [Scheduler] (River), the webhook outbox and
+// the [RateLimiter] of a process. [Open] sizes it: at most [Options.MaxConns]
+// sessions ([DefaultMaxConns], 20, by default), all of which stay open while
+// idle, so that a busy process never closes a session it will need a moment
+// later; a session is closed after [Options.ConnMaxIdleTime] unused (5
+// minutes) and replaced [Options.ConnMaxLifetime] after it opened (1 hour).
+// A pool left at database/sql's defaults has no limit and keeps 2 idle
+// sessions: under concurrent requests it opens a session for most queries
+// and closes it again (a fork and an authentication on the server, and the
+// Store's prepared statements prepared anew). [New] logs a warning, once,
+// when it is handed such a pool (see [Options.Logger]).
+//
+// What holds a session, and for how long:
+//
+//   - An API or proxy request: one at a time, for one statement or one
+//     transaction. Requests answered from the Service's in-process caches
+//     (API keys, the proxy's connections) take none. Refreshing a token
+//     holds one for the provider's token request (up to
+//     connect.Config.RefreshTimeout, 10 s), since it locks the connection's
+//     row until the new token is stored.
+//   - The Scheduler: River's short statements, a fetch of due jobs every
+//     SchedulerConfig.FetchPollInterval, batched completions, leader
+//     election and maintenance, a few sessions at a time at most.
+//     SchedulerConfig.Workers (200) are goroutines, not sessions: a job
+//     takes a session only while its handler queries, and the webhook job
+//     only wakes the outbox.
+//   - The webhook outbox: it claims due deliveries and records outcomes
+//     in batches, a session or two at a time whatever
+//     Webhooks.Concurrency is; the POSTs hold none.
+//   - The RateLimiter: one short statement per request.
+//
+// When every session is busy, a request waits for one (within its
+// context's deadline) rather than opening another. Size the pool so that
+// MaxConns times the number of processes, plus the host's other clients,
+// stays below Postgres' max_connections minus superuser_reserved_connections
+// (100 and 3 by default): four processes at the default fit. More sessions
+// than about two to four per CPU core of the database server rarely add
+// throughput: past that, queries queue inside Postgres instead of in the
+// pool. Raise MaxConns when many tokens are refreshed at once (each refresh
+// holds a session for its provider call), or when the host's own jobs hold
+// sessions; behind PgBouncer, MaxConns bounds the sessions to PgBouncer.
 //
 // # Migrations
 //

@@ -17,13 +17,16 @@ import (
 // Store on the same pool.
 func Example() {
 	ctx := context.Background()
-	db, err := sql.Open("postgres", "postgres://app@localhost:5432/app?sslmode=disable")
+	// The same Options serve Open, Migrate, New and NewScheduler. Open's
+	// pool keeps its MaxConns sessions open while idle; New warns (to
+	// Logger) about a pool that would close and reopen them under load.
+	opts := &postgres.Options{Schema: "connect", MaxConns: 20, Logger: slog.Default()}
+	db, err := postgres.Open(ctx, "postgres://app@localhost:5432/app?sslmode=disable", opts)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // postgres: cannot reach database app on localhost (port 5432) as user "app": ...
 	}
 	defer db.Close()
 
-	opts := &postgres.Options{Schema: "connect"}
 	if err := postgres.Migrate(ctx, db, opts); err != nil {
 		log.Fatal(err)
 	}

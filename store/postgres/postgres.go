@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"strings"
@@ -27,8 +28,9 @@ import (
 // empty.
 const DefaultSchema = "connect"
 
-// Options configure a Store, Migrate and a RateLimiter. A nil *Options means
-// the zero value: every field takes its default.
+// Options configure a Store, Migrate, a Scheduler, a RateLimiter and the
+// pool [Open] makes; pass the same Options to each. A nil *Options means the
+// zero value: every field takes its default.
 type Options struct {
 	// Schema is the Postgres schema that holds every table, so that they
 	// live safely in the host's database. It is 1 to 63 ASCII letters,
@@ -56,6 +58,27 @@ type Options struct {
 	// on first use and keeps until [Store.Close]: one round trip per call,
 	// and parsed once per connection rather than on every call.
 	DisablePreparedStatements bool
+
+	// MaxConns is the size of the pool [Open] makes: the most Postgres
+	// sessions this process opens at once, and the number it keeps open
+	// while idle (MaxOpenConns and MaxIdleConns), so that a busy pool never
+	// closes and reopens sessions. Defaults to [DefaultMaxConns] (20). See
+	// the package documentation's "Connections" section for how to size
+	// it against the Scheduler's workers and Postgres' max_connections.
+	MaxConns int
+	// ConnMaxIdleTime is how long a session of Open's pool may stay unused
+	// before it is closed. Defaults to [DefaultConnMaxIdleTime] (5
+	// minutes); -1 keeps idle sessions open.
+	ConnMaxIdleTime time.Duration
+	// ConnMaxLifetime is how long after it opened a session of Open's pool
+	// is closed (once released) and replaced. Defaults to
+	// [DefaultConnMaxLifetime] (1 hour); -1 keeps sessions forever.
+	ConnMaxLifetime time.Duration
+
+	// Logger receives the Store's warnings: [New] warns once when the
+	// *sql.DB it is given will churn (open and close Postgres sessions
+	// under load). Defaults to discarding them.
+	Logger *slog.Logger
 }
 
 var schemaPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -66,12 +89,20 @@ type resolved struct {
 	quoted     string // quoted identifier, safe to splice into SQL
 	now        func() time.Time
 	noPrepared bool
+	logger     *slog.Logger
+
+	maxConns                         int
+	connMaxIdleTime, connMaxLifetime time.Duration
 }
 
 func (o *Options) resolve() (resolved, error) {
 	var r resolved
 	if o != nil {
-		r.schema, r.now, r.noPrepared = o.Schema, o.Now, o.DisablePreparedStatements
+		r.schema, r.now, r.noPrepared, r.logger = o.Schema, o.Now, o.DisablePreparedStatements, o.Logger
+		r.maxConns, r.connMaxIdleTime, r.connMaxLifetime = o.MaxConns, o.ConnMaxIdleTime, o.ConnMaxLifetime
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
 	}
 	if r.schema == "" {
 		r.schema = DefaultSchema
@@ -94,6 +125,7 @@ type Store struct {
 	db    *sqlx.DB
 	sqls  []string   // the text of each query in the schema, by query id
 	stmts *stmtCache // nil when prepared statements are disabled
+	pool  *poolWatch
 }
 
 // New returns a Store on db whose tables live in opts.Schema. It does not
@@ -107,6 +139,12 @@ type Store struct {
 // statement prepared before a migration changed the columns it returns
 // ("cached plan must not change result type"). Statements name their tables
 // with the schema, so the connections' search_path does not matter.
+//
+// New logs a warning (to opts.Logger), once per Store, when db will churn:
+// at once when db has no MaxOpenConns limit, or later, from the pool's
+// statistics, when db closes connections it has just used because its
+// MaxIdleConns (database/sql's default is 2) is below the connections in use
+// (sql.DBStats.MaxIdleClosed grows). [Open] makes a pool that does neither.
 func New(db *sql.DB, opts *Options) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("postgres: db is nil")
@@ -115,7 +153,7 @@ func New(db *sql.DB, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{raw: db, db: sqlx.NewDb(db, "postgres"), sqls: schemaSQL(o.quoted)}
+	s := &Store{raw: db, db: sqlx.NewDb(db, "postgres"), sqls: schemaSQL(o.quoted), pool: newPoolWatch(db, o.logger)}
 	if !o.noPrepared {
 		s.stmts = &stmtCache{lazy: make([]lazyStmt, len(queries))}
 	}
@@ -183,6 +221,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context) error) 
 	if _, ok := liveTx(ctx, s.raw); ok {
 		return fn(ctx)
 	}
+	s.pool.check(s.raw)
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return dbErr(ctx, "begin", err, nil)

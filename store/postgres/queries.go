@@ -98,6 +98,7 @@ func (l *lazyStmt) get(ctx context.Context, db *sqlx.DB, text string) (*sqlx.Stm
 // When the statement is not nil the caller must call release(st, bound)
 // once it has run.
 func (s *Store) acquire(ctx context.Context, q *query) (st *sqlx.Stmt, bound bool, err error) {
+	s.pool.check(s.raw)
 	c := s.stmts
 	if c == nil || !q.prepared {
 		return nil, false, nil

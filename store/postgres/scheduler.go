@@ -44,7 +44,11 @@ type SchedulerConfig struct {
 	// Workers is the number of jobs this process runs at once. Defaults to
 	// 200: jobs such as webhook deliveries mostly wait on the network, and
 	// River fetches at most Workers jobs per fetch (fetches are at least 5
-	// ms apart), which bounds the throughput.
+	// ms apart), which bounds the throughput. Workers are goroutines, not
+	// database sessions: a job takes a session of the pool only while its
+	// handler queries (the webhook job does not), so Workers may exceed
+	// Options.MaxConns; jobs that query at once wait for a session (see
+	// "Connections" in the package documentation).
 	Workers int
 
 	// Logger receives River's logs (start, stop, failed attempts). Defaults
