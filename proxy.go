@@ -172,7 +172,8 @@ func newProxyCache(ttl time.Duration) *proxyCache {
 
 // proxyCacheInvalidator is the connections Store of the Service: every
 // update or deletion of a connection through this Service (refresh,
-// re-authorization, metadata, deletion) drops the proxy's cached copy.
+// re-authorization, import, metadata, deletion) drops the proxy's cached
+// copy.
 type proxyCacheInvalidator struct {
 	connections.Store
 	cache *proxyCache
@@ -181,6 +182,15 @@ type proxyCacheInvalidator struct {
 func (s proxyCacheInvalidator) UpdateConnection(ctx context.Context, c *connections.Connection) error {
 	err := s.Store.UpdateConnection(ctx, c)
 	s.cache.drop(proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
+	return err
+}
+
+func (s proxyCacheInvalidator) ImportConnections(ctx context.Context, items []*connections.ImportItem) error {
+	err := s.Store.ImportConnections(ctx, items)
+	for _, it := range items {
+		c := it.Connection
+		s.cache.drop(proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
+	}
 	return err
 }
 

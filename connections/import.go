@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,25 +75,231 @@ func (d *DateTime) UnmarshalJSON(b []byte) error {
 	return &httpapi.FieldErr{Path: []string{"expires_at"}, Message: "must be an ISO 8601 date-time such as 2030-01-02T15:04:05Z"}
 }
 
+// MaxImportBatch is the largest number of connections one ImportBatch (one
+// bulk POST /connections) imports.
+const MaxImportBatch = 1000
+
+// DefaultMaxImportBody is the default limit of the body of a bulk import
+// (POST /connections with an array): 32 MiB.
+const DefaultMaxImportBody = 32 << 20
+
+// DecodeImportBatch decodes the body of a bulk import: a JSON array of 1
+// to MaxImportBatch objects, each the body of a single import. It refuses
+// what httpapi.Unmarshal refuses (see httpapi.CheckJSON); an element that
+// is not an object, or whose fields have the wrong types, is an
+// invalid_body error whose errors[].path starts with its index.
+func DecodeImportBatch(b []byte) ([]ImportInput, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '[' {
+		return nil, store.Invalid("invalid_body", "The request body must be a JSON array of connections.")
+	}
+	if err := httpapi.CheckJSON(b); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return nil, httpapi.DecodeError(err)
+	}
+	var out []ImportInput
+	var problems []store.FieldError
+	for i := 0; dec.More(); i++ {
+		if i == MaxImportBatch {
+			return nil, batchSizeError(fmt.Sprintf("more than %d", MaxImportBatch))
+		}
+		out = append(out, ImportInput{})
+		if next := nextValue(b, dec.InputOffset()); next != '{' {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, httpapi.DecodeError(err)
+			}
+			problems = append(problems, store.FieldError{Code: "invalid_type", Message: "must be an object", Path: []string{strconv.Itoa(i)}})
+			continue
+		}
+		if err := dec.Decode(&out[i]); err != nil {
+			// A value of the wrong type leaves the decoder at the next
+			// element; any other error (a syntax error) ends the body.
+			var te *json.UnmarshalTypeError
+			var fe *httpapi.FieldErr
+			if !errors.As(err, &te) && !errors.As(err, &fe) {
+				return nil, httpapi.DecodeError(err)
+			}
+			p, _ := itemProblems(i, httpapi.DecodeError(err))
+			problems = append(problems, p...)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing bracket
+		return nil, httpapi.DecodeError(err)
+	}
+	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
+		return nil, store.Invalid("invalid_body", "The request body has data after the JSON array.")
+	}
+	if len(problems) > 0 {
+		return nil, store.Invalid("invalid_body", "The request body is invalid; none was imported.", problems...)
+	}
+	return out, nil
+}
+
+// nextValue returns the first byte of the value the decoder reads next,
+// the decoder having stopped at offset off of b: after whitespace and a
+// separating comma.
+func nextValue(b []byte, off int64) byte {
+	for i := int(off); i < len(b); i++ {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r', ',':
+		default:
+			return b[i]
+		}
+	}
+	return 0
+}
+
+func batchSizeError(n string) error {
+	return store.Invalid("invalid_body", fmt.Sprintf("A bulk import holds 1 to %d connections; this one holds %s.", MaxImportBatch, n),
+		store.FieldError{Code: "invalid_size", Message: fmt.Sprintf("must hold 1 to %d connections", MaxImportBatch), Path: []string{}})
+}
+
+// ImportResult is one connection imported by ImportBatch.
+type ImportResult struct {
+	// Connection is the connection as stored, without its credentials.
+	Connection *Connection
+	// Created is true when the import created the connection, false when
+	// it updated an existing one.
+	Created bool
+}
+
 // Import creates a connection from existing credentials, or updates the
 // existing connection with the same id. It reports whether it created one.
+//
+// An update replaces the credentials, clears the connection's errors and
+// starts its refresh bookkeeping over (as a reconnection does); its
+// connection config, metadata and tags change only when given. Import
+// writes an operations log entry (import_create or import_update) and
+// sends no webhook.
 func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInput) (*Connection, bool, error) {
+	p, err := s.prepareImport(ctx, environmentID, &in, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.writeImport(ctx, environmentID, []*ImportItem{p}); err != nil {
+		return nil, false, err
+	}
+	c := p.Connection
+	c.Credentials = nil
+	return c, p.Created, nil
+}
+
+// ImportBatch imports 1 to MaxImportBatch connections as Import imports
+// each, all or none, in one transaction: a few statements for the whole
+// batch. Every item is validated before anything is written; when any is
+// invalid, nothing is written and the error (invalid_body, ErrInvalid)
+// lists the problems of every invalid item, each errors[].path starting
+// with the item's index. The same connection (provider_config_key and
+// connection_id) given twice is such a problem. Results are in the order
+// of ins.
+func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []ImportInput) ([]ImportResult, error) {
+	if len(ins) == 0 || len(ins) > MaxImportBatch {
+		return nil, batchSizeError(strconv.Itoa(len(ins)))
+	}
+	items := make([]*ImportItem, len(ins))
+	var problems []store.FieldError
+	invalid := 0
+	integrations := map[string]integrationLookup{}
+	type identity struct{ key, id string }
+	first := make(map[identity]int, len(ins))
+	for i := range ins {
+		p, err := s.prepareImport(ctx, environmentID, &ins[i], integrations)
+		if err != nil {
+			fe, ok := itemProblems(i, err)
+			if !ok {
+				return nil, err
+			}
+			problems = append(problems, fe...)
+			invalid++
+			continue
+		}
+		k := identity{p.Connection.IntegrationKey, p.Connection.ConnectionID}
+		if j, dup := first[k]; dup {
+			problems = append(problems, store.FieldError{Code: "duplicate", Path: []string{strconv.Itoa(i), "connection_id"},
+				Message: fmt.Sprintf("names the same connection as item %d (same provider_config_key and connection_id)", j)})
+			invalid++
+			continue
+		}
+		first[k] = i
+		items[i] = p
+	}
+	if invalid > 0 {
+		noun := "connections are"
+		if invalid == 1 {
+			noun = "connection is"
+		}
+		return nil, store.Invalid("invalid_body", fmt.Sprintf("%d of the %d %s invalid; none was imported.", invalid, len(ins), noun), problems...)
+	}
+	if err := s.writeImport(ctx, environmentID, items); err != nil {
+		return nil, err
+	}
+	out := make([]ImportResult, len(items))
+	for i, p := range items {
+		p.Connection.Credentials = nil
+		out[i] = ImportResult{Connection: p.Connection, Created: p.Created}
+	}
+	return out, nil
+}
+
+// itemProblems turns the refusal of one item of a batch into field errors
+// whose paths start with its index. ok is false for an error that is not
+// a refusal of the item (a Store failure), which fails the whole batch.
+func itemProblems(i int, err error) (fe []store.FieldError, ok bool) {
+	var e *store.Error
+	if !errors.As(err, &e) || !(errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound)) {
+		return nil, false
+	}
+	idx := strconv.Itoa(i)
+	if len(e.Errors) == 0 {
+		path := []string{idx}
+		if e.Code == "unknown_provider_config" {
+			path = append(path, "provider_config_key")
+		}
+		return []store.FieldError{{Code: e.Code, Message: e.Message, Path: path}}, true
+	}
+	for _, f := range e.Errors {
+		f.Path = append([]string{idx}, f.Path...)
+		fe = append(fe, f)
+	}
+	return fe, true
+}
+
+// integrationLookup is a memoised GetIntegration of a batch.
+type integrationLookup struct {
+	it  *integrations.Integration
+	err error
+}
+
+// prepareImport validates one import and builds its ImportItem, sealed.
+// lookups, when not nil, memoises the integrations of a batch.
+func (s *Service) prepareImport(ctx context.Context, environmentID int64, in *ImportInput, lookups map[string]integrationLookup) (*ImportItem, error) {
 	if in.ProviderConfigKey == "" {
-		return nil, false, httpapi.InvalidField("is required", "provider_config_key")
+		return nil, httpapi.InvalidField("is required", "provider_config_key")
 	}
 	if in.ConnectionID == "" {
 		in.ConnectionID = newConnectionID()
 	}
 	if !ValidConnectionID(in.ConnectionID) {
-		return nil, false, httpapi.InvalidField(fmt.Sprintf("must be 1 to %d characters without control characters", MaxConnectionIDLen), "connection_id")
+		return nil, httpapi.InvalidField(fmt.Sprintf("must be 1 to %d characters without control characters", MaxConnectionIDLen), "connection_id")
 	}
-	it, err := s.integrations.GetIntegration(ctx, environmentID, in.ProviderConfigKey)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, false, store.NotFound("unknown_provider_config", "The integration %q was not found.", in.ProviderConfigKey)
+	l, ok := lookups[in.ProviderConfigKey]
+	if !ok {
+		l.it, l.err = s.integrations.GetIntegration(ctx, environmentID, in.ProviderConfigKey)
+		if errors.Is(l.err, store.ErrNotFound) {
+			l.err = store.NotFound("unknown_provider_config", "The integration %q was not found.", in.ProviderConfigKey)
 		}
-		return nil, false, err
+		if lookups != nil {
+			lookups[in.ProviderConfigKey] = l
+		}
 	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	it := l.it
 	mode := ""
 	if p, ok := s.catalog.Get(it.Provider); ok {
 		mode = p.AuthMode
@@ -100,21 +307,21 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 		// URLs is refused now rather than when the URLs are built (which
 		// refuses it too).
 		if err := checkConfigURLs(p, stringMap(in.ConnectionConfig), "connection_config"); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
-	creds, err := importCredentials(mode, &in, s.now())
+	creds, err := importCredentials(mode, in, s.now())
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if in.EndUser != nil || in.Organization != nil {
 		eu, err := EndUserTags(in.EndUser, in.Organization)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if tags == nil {
 			tags = map[string]string{}
@@ -123,71 +330,52 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 			tags[k] = v
 		}
 		if len(tags) > MaxTags {
-			return nil, false, httpapi.InvalidField(fmt.Sprintf("must have at most %d keys", MaxTags), "tags")
+			return nil, httpapi.InvalidField(fmt.Sprintf("must have at most %d keys", MaxTags), "tags")
 		}
 	}
-	var out *Connection
-	created := false
-	err = s.store.WithTx(ctx, func(ctx context.Context) error {
-		now := s.nowUTC()
-		c := &Connection{
-			EnvironmentID:    environmentID,
-			IntegrationKey:   it.UniqueKey,
-			ConnectionID:     in.ConnectionID,
-			Provider:         it.Provider,
-			ConnectionConfig: in.ConnectionConfig,
-			Metadata:         in.Metadata,
-			Tags:             tags,
-			Credentials:      creds,
-			Errors:           []Error{},
-			CreatedAt:        now,
-			UpdatedAt:        now,
-		}
-		if c.ConnectionConfig == nil {
-			c.ConnectionConfig = map[string]any{}
-		}
-		if err := s.seal(c); err != nil {
+	now := s.nowUTC()
+	c := &Connection{
+		EnvironmentID:    environmentID,
+		IntegrationKey:   it.UniqueKey,
+		ConnectionID:     in.ConnectionID,
+		Provider:         it.Provider,
+		ConnectionConfig: in.ConnectionConfig,
+		Metadata:         in.Metadata,
+		Tags:             tags,
+		Credentials:      creds,
+		Errors:           []Error{},
+		CreatedAt:        now,
+		UpdatedAt:        now,
+	}
+	if c.ConnectionConfig == nil {
+		c.ConnectionConfig = map[string]any{}
+	}
+	if err := s.seal(c); err != nil {
+		return nil, err
+	}
+	return &ImportItem{Connection: c, ReplaceConnectionConfig: in.ConnectionConfig != nil,
+		ReplaceMetadata: in.Metadata != nil, ReplaceTags: tags != nil}, nil
+}
+
+// writeImport stores prepared imports and their operations log entries in
+// one transaction.
+func (s *Service) writeImport(ctx context.Context, environmentID int64, items []*ImportItem) error {
+	return s.store.WithTx(ctx, func(ctx context.Context) error {
+		if err := s.store.ImportConnections(ctx, items); err != nil {
 			return err
 		}
-		err := s.store.CreateConnection(ctx, c)
-		switch {
-		case err == nil:
-			created = true
-			out = c
-		case errors.Is(err, store.ErrConflict):
-			out, err = s.mutate(ctx, environmentID, it.UniqueKey, in.ConnectionID, func(c *Connection) error {
-				c.Credentials = creds
-				c.Errors = []Error{}
-				if in.ConnectionConfig != nil {
-					c.ConnectionConfig = in.ConnectionConfig
-				}
-				if in.Metadata != nil {
-					c.Metadata = in.Metadata
-				}
-				if tags != nil {
-					c.Tags = tags
-				}
-				return nil
-			})
-			if err != nil {
-				return err
+		entries := make([]*oplog.Entry, len(items))
+		for i, p := range items {
+			op := "import_update"
+			if p.Created {
+				op = "import_create"
 			}
-		default:
-			return err
+			entries[i] = &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: op,
+				IntegrationKey: p.Connection.IntegrationKey, ConnectionID: p.Connection.ConnectionID,
+				Message: "connection imported", Meta: map[string]any{"auth_mode": p.Connection.AuthMode}}
 		}
-		op := "import_update"
-		if created {
-			op = "import_create"
-		}
-		_, err = s.log.Record(ctx, &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: op,
-			IntegrationKey: it.UniqueKey, ConnectionID: in.ConnectionID, Message: "connection imported",
-			Meta: map[string]any{"auth_mode": creds.Type}})
-		return err
+		return s.log.RecordAll(ctx, entries)
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	return out, created, nil
 }
 
 // importCredentials builds credentials of the provider's auth mode from an
