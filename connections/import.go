@@ -305,9 +305,11 @@ func (s *Service) prepareImport(ctx context.Context, environmentID int64, in *Im
 		mode = p.AuthMode
 		// A value that would change more than its part of the provider's
 		// URLs is refused now rather than when the URLs are built (which
-		// refuses it too).
-		if err := checkConfigURLs(p, stringMap(in.ConnectionConfig), "connection_config"); err != nil {
-			return nil, err
+		// refuses it too). Without values there is nothing to check.
+		if len(in.ConnectionConfig) > 0 {
+			if err := checkConfigURLs(p, stringMap(in.ConnectionConfig), "connection_config"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	creds, err := importCredentials(mode, in, s.now())

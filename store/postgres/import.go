@@ -307,6 +307,10 @@ type importArrays struct {
 	text  [15]textArray // $2 to $14, $16, $17
 	ints  pq.Int64Array
 	bools [3]pq.BoolArray
+	// lastTime and lastText memoise timeText: the connections of an
+	// import share their timestamps.
+	lastTime time.Time
+	lastText *string
 }
 
 func newImportArrays(n int) *importArrays {
@@ -324,8 +328,8 @@ func (a *importArrays) add(r *importRow) {
 	c := r.c
 	str := func(s string) *string { return &s }
 	for i, v := range []*string{str(c.IntegrationKey), str(c.ConnectionID), str(c.Provider), r.cfg, r.md, r.tags,
-		str(c.WebhookURLOverride), str(c.AuthMode), str(c.SealedCredentials), timeText(c.CredentialsExpiresAt), r.errs,
-		timeText(c.LastFetchedAt), timeText(c.LastRefreshFailure), timeText(&c.CreatedAt), timeText(&c.UpdatedAt)} {
+		str(c.WebhookURLOverride), str(c.AuthMode), str(c.SealedCredentials), a.timeText(c.CredentialsExpiresAt), r.errs,
+		a.timeText(c.LastFetchedAt), a.timeText(c.LastRefreshFailure), a.timeText(&c.CreatedAt), a.timeText(&c.UpdatedAt)} {
 		a.text[i] = append(a.text[i], v)
 	}
 	a.ints = append(a.ints, int64(c.RefreshAttempts))
@@ -338,6 +342,17 @@ func (a *importArrays) args(env int64) []any {
 	t := a.text
 	return []any{env, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12],
 		a.ints, t[13], t[14], a.bools[0], a.bools[1], a.bools[2]}
+}
+
+// timeText is the package's timeText, remembering the last result.
+func (a *importArrays) timeText(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	if a.lastText == nil || !t.Equal(a.lastTime) {
+		a.lastTime, a.lastText = *t, timeText(t)
+	}
+	return a.lastText
 }
 
 // timeText formats a timestamp for a text array cast to timestamptz, nil
@@ -375,11 +390,14 @@ func (a textArray) Value() (driver.Value, error) {
 			continue
 		}
 		b = append(b, '"')
-		for j := 0; j < len(*s); j++ {
-			if c := (*s)[j]; c == '"' || c == '\\' {
-				b = append(b, '\\')
+		for v := *s; ; {
+			k := strings.IndexAny(v, `"\`)
+			if k < 0 {
+				b = append(b, v...)
+				break
 			}
-			b = append(b, (*s)[j])
+			b = append(append(b, v[:k]...), '\\', v[k])
+			v = v[k+1:]
 		}
 		b = append(b, '"')
 	}

@@ -20,9 +20,18 @@ LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 BEGIN
+    -- The key id of "v1:<key id>:<data>" is its second ':'-separated part:
+    -- the distinct candidates are found with split_part (cheap), and only
+    -- they go through sealing_key_id (a regular expression), which keeps
+    -- those of the right form. A value without a second ':' has no key id.
     INSERT INTO sealing_keys (key_id)
-    SELECT DISTINCT sealing_key_id(sealed_credentials) FROM new_connections
-    WHERE sealing_key_id(sealed_credentials) IS NOT NULL
+    SELECT key_id FROM (
+        SELECT sealing_key_id('v1:' || part || ':') AS key_id
+        FROM (SELECT DISTINCT split_part(sealed_credentials, ':', 2) AS part
+              FROM new_connections
+              WHERE sealed_credentials LIKE 'v1:%:%') AS parts
+    ) AS ids
+    WHERE key_id IS NOT NULL
     ON CONFLICT DO NOTHING;
     RETURN NULL;
 END

@@ -1,0 +1,301 @@
+package connect_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/pgtest"
+	"github.com/embedauth/connect/internal/secret"
+	"github.com/embedauth/connect/store/postgres"
+)
+
+// importBenchBatch is the number of connections of one bulk import in
+// BenchmarkImport: connections.MaxImportBatch.
+const importBenchBatch = connections.MaxImportBatch
+
+// importBenchSingleClients is how many clients send single imports at once
+// in the single variant of BenchmarkImport; the pool of internal/pgtest
+// has 10 connections.
+const importBenchSingleClients = 8
+
+// BenchmarkImport measures importing new OAuth 2 connections (access and
+// refresh token, expiry, metadata, tags) on Postgres through the real path
+// against a floor, interleaved in one run so that every variant sees the
+// same machine and database load. Each of the b.N rounds runs, in turn:
+//
+//   - baseline: the floor of storing them: the same connection rows,
+//     already sealed (the credentials' JSON encrypted with the Service's
+//     key, outside the timing), inserted by one client as raw batched
+//     inserts (one INSERT ... SELECT FROM unnest of 1,000 rows per
+//     transaction) over the same *sql.DB. No validation, no log entries,
+//     no HTTP.
+//   - bulk: POST /connections with a JSON array of 1,000 connections, by
+//     one client over loopback HTTP to httptest.NewServer(svc.Handler()):
+//     API key, decoding, validation, sealing, the Store's write and the
+//     operations log entries in one transaction, the JSON answer.
+//   - single: the old way, one POST /connections per connection, from 8
+//     clients at once (the pool has 10 connections); 200 connections a
+//     round, which is enough for its rate.
+//
+// It reports bulk-conn/s, baseline-conn/s, single-conn/s, ratio (bulk /
+// baseline; goal at least 0.5) and speedup (bulk / single; goal at least
+// 10), and prints them with the Go process's CPU per connection of each
+// (Postgres runs in its own processes and is not counted). Rate limiting
+// is off. For example
+//
+//	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
+//		go test -run '^$' -bench BenchmarkImport -benchtime 10x .
+func BenchmarkImport(b *testing.B) {
+	f := newImportBench(b)
+	const singlePerRound = 200
+	var spent [3]time.Duration
+	var cpu [3]time.Duration
+	var count [3]int
+	// Each variant prepares its round (bodies, sealed rows) untimed and
+	// returns the work to time.
+	measure := func(k int, n int, run func()) {
+		c0, t0 := processCPU(), time.Now()
+		run()
+		spent[k] += time.Since(t0)
+		cpu[k] += processCPU() - c0
+		count[k] += n
+	}
+	b.ResetTimer()
+	for round := range b.N {
+		b.StopTimer()
+		base, bulk, single := f.baseline(b, round), f.bulk(b, round), f.single(b, round, singlePerRound)
+		b.StartTimer()
+		measure(0, importBenchBatch, base)
+		measure(1, importBenchBatch, bulk)
+		measure(2, singlePerRound, single)
+	}
+	b.StopTimer()
+	rate := func(k int) float64 { return float64(count[k]) / spent[k].Seconds() }
+	cpuPer := func(k int) float64 { return float64(cpu[k].Microseconds()) / float64(count[k]) }
+	base, bulk, single := rate(0), rate(1), rate(2)
+	b.ReportMetric(bulk, "bulk-conn/s")
+	b.ReportMetric(base, "baseline-conn/s")
+	b.ReportMetric(single, "single-conn/s")
+	b.ReportMetric(bulk/base, "ratio")
+	b.ReportMetric(bulk/single, "speedup")
+	fmt.Printf("import of new connections on Postgres, %d rounds: bulk %.0f conn/s (Go CPU %.0f µs/conn), "+
+		"baseline raw batched insert %.0f conn/s (%.0f µs/conn), single requests x%d %.0f conn/s (%.0f µs/conn)\n",
+		b.N, bulk, cpuPer(1), base, cpuPer(0), importBenchSingleClients, single, cpuPer(2))
+	fmt.Printf("ratio bulk/baseline %.2f (goal >= 0.5); speedup bulk/single %.1f (goal >= 10)\n", bulk/base, bulk/single)
+}
+
+// importBench is the fixture of BenchmarkImport.
+type importBench struct {
+	db      *sql.DB
+	table   string // the connections table, quoted
+	envID   int64
+	keyring *secret.Keyring
+	client  *http.Client
+	url     string // POST /connections
+	auth    string
+	exp     time.Time
+}
+
+func newImportBench(b *testing.B) *importBench {
+	b.Helper()
+	ctx := context.Background()
+	db, schema := pgtest.Schema(b)
+	opts := &postgres.Options{Schema: schema}
+	if err := postgres.Migrate(ctx, db, opts); err != nil {
+		b.Fatal(err)
+	}
+	st, err := postgres.New(db, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
+		RateLimitRequests: -1, Scheduler: sched})
+	if err != nil {
+		b.Fatal(err)
+	}
+	env, err := svc.Environments().Create(ctx, environments.CreateInput{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, _, err := svc.Environments().CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "bench", Scopes: []string{environments.ScopeAll}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "github", UniqueKey: "gh",
+		Credentials: &integrations.Credentials{Type: "OAUTH2", ClientID: "cid", ClientSecret: "csecret"}}); err != nil {
+		b.Fatal(err)
+	}
+	keyring, err := secret.NewKeyring(secret.Key{ID: testKey.ID, Secret: testKey.Key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	b.Cleanup(srv.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: importBenchSingleClients * 2, IdleConnTimeout: time.Minute}
+	b.Cleanup(tr.CloseIdleConnections)
+	f := &importBench{db: db, table: pq.QuoteIdentifier(schema) + ".connections", envID: env.ID, keyring: keyring,
+		client: &http.Client{Transport: tr}, url: srv.URL + "/connections", auth: "Bearer " + key,
+		exp: time.Now().Add(8 * time.Hour).UTC().Truncate(time.Second)}
+	// Warm up each path: the pools, the API-key cache, the statements.
+	f.baseline(b, -1)()
+	f.bulk(b, -1)()
+	f.single(b, -1, 50)()
+	return f
+}
+
+// importBenchItem is connection i of a variant's round as a single import
+// body.
+func (f *importBench) item(variant string, round, i int) string {
+	return fmt.Sprintf(`{"provider_config_key":"gh","connection_id":"%s-%d-%d","access_token":"gho_%036d",`+
+		`"refresh_token":"ghr_%036d","expires_at":%q,"metadata":{"plan":"pro","seats":%d},"tags":{"end_user_id":"user-%d"}}`,
+		variant, round, i, i, i, f.exp.Format(time.RFC3339), i%50, i)
+}
+
+// baseline prepares the round's rows, sealed, and returns their insert in
+// one statement.
+func (f *importBench) baseline(b *testing.B, round int) func() {
+	now := time.Now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	exp := f.exp.Format(time.RFC3339Nano)
+	cols := make([]pq.StringArray, 12)
+	for i := range importBenchBatch {
+		at, rt := fmt.Sprintf("gho_%036d", i), fmt.Sprintf("ghr_%036d", i)
+		creds, err := json.Marshal(&connections.Credentials{Type: "OAUTH2", AccessToken: at, RefreshToken: rt,
+			ExpiresAt: &f.exp, Raw: map[string]any{"access_token": at, "refresh_token": rt, "expires_at": exp}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sealed, err := f.keyring.Seal("connection.credentials", creds)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k, v := range []string{"gh", fmt.Sprintf("base-%d-%d", round, i), "github", "{}",
+			fmt.Sprintf(`{"plan":"pro","seats":%d}`, i%50), fmt.Sprintf(`{"end_user_id":"user-%d"}`, i),
+			"OAUTH2", sealed, exp, "[]", now, now} {
+			cols[k] = append(cols[k], v)
+		}
+	}
+	args := []any{f.envID}
+	for _, c := range cols {
+		args = append(args, c)
+	}
+	return func() {
+		f.insertRows(b, args)
+	}
+}
+
+func (f *importBench) insertRows(b *testing.B, args []any) {
+	ctx := context.Background()
+	tx, err := f.db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO `+f.table+` (environment_id, integration_key, connection_id, provider,
+		connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
+		credentials_expires_at, errors, version, created_at, updated_at)
+		SELECT $1, k, id, p, cfg::jsonb, md::jsonb, tags::jsonb, '', mode, sealed, exp::timestamptz, errs::jsonb,
+			1, at::timestamptz, up::timestamptz
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
+			AS r(k, id, p, cfg, md, tags, mode, sealed, exp, errs, at, up)`, args...)
+	if err != nil {
+		_ = tx.Rollback()
+		b.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// bulk returns the import of the round's connections in one POST
+// /connections.
+func (f *importBench) bulk(b *testing.B, round int) func() {
+	var body bytes.Buffer
+	body.WriteByte('[')
+	for i := range importBenchBatch {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.WriteString(f.item("bulk", round, i))
+	}
+	body.WriteByte(']')
+	return func() {
+		status, resp := f.post(b, body.Bytes())
+		if status != http.StatusOK || !bytes.Contains(resp, []byte(fmt.Sprintf(`"created":%d`, importBenchBatch))) {
+			b.Fatalf("bulk import: %d %.300s", status, resp)
+		}
+	}
+}
+
+// single returns the import of n connections of the round with one POST
+// /connections each, from importBenchSingleClients clients.
+func (f *importBench) single(b *testing.B, round, n int) func() {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		bodies[i] = []byte(f.item("single", round, i))
+	}
+	return func() { f.singles(b, bodies) }
+}
+
+func (f *importBench) singles(b *testing.B, bodies [][]byte) {
+	n := len(bodies)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range importBenchSingleClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if status, resp := f.post(b, bodies[i]); status != http.StatusCreated {
+					failed.Store(fmt.Sprintf("%d %.300s", status, resp))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if msg := failed.Load(); msg != nil {
+		b.Fatalf("single import: %s", msg)
+	}
+}
+
+func (f *importBench) post(b *testing.B, body []byte) (int, []byte) {
+	req, err := http.NewRequest(http.MethodPost, f.url, bytes.NewReader(body))
+	if err != nil {
+		b.Error(err)
+		return 0, nil
+	}
+	req.Header.Set("Authorization", f.auth)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		b.Error(err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
