@@ -9,6 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,68 +46,130 @@ const importBenchSingleClients = 8
 //
 //   - baseline: the floor of storing them: the same connection rows,
 //     already sealed (the credentials' JSON encrypted with the Service's
-//     key, outside the timing), inserted by one client as raw batched
-//     inserts (one INSERT ... SELECT FROM unnest of 1,000 rows per
-//     transaction) over the same *sql.DB. No validation, no log entries,
-//     no HTTP.
-//   - bulk: POST /connections with a JSON array of 1,000 connections, by
-//     one client over loopback HTTP to httptest.NewServer(svc.Handler()):
-//     API key, decoding, validation, sealing, the Store's write and the
-//     operations log entries in one transaction, the JSON answer.
-//   - single: the old way, one POST /connections per connection, from 8
-//     clients at once (the pool has 10 connections); 200 connections a
+//     key, outside the timing), inserted as raw batched inserts (one
+//     INSERT ... SELECT FROM unnest of 1,000 rows per transaction) over
+//     the same *sql.DB. No validation, no log entries, no HTTP.
+//   - bulk: POST /connections with a JSON array of 1,000 connections over
+//     loopback HTTP to httptest.NewServer(svc.Handler()): API key,
+//     decoding, validation, sealing, the Store's write and the operations
+//     log entries in one transaction, the JSON answer.
+//   - baseline_x2, bulk_x2: the same, two clients at once (2,000
+//     connections).
+//   - single: the way before bulk imports, one POST /connections per
+//     connection, from 8 clients at once (the pool has 10 connections;
+//     on two cores more clients do not go faster); 200 connections a
 //     round, which is enough for its rate.
 //
-// It reports bulk-conn/s, baseline-conn/s, single-conn/s, ratio (bulk /
-// baseline; goal at least 0.5) and speedup (bulk / single; goal at least
-// 10), and prints them with the Go process's CPU per connection of each
-// (Postgres runs in its own processes and is not counted). Rate limiting
-// is off. For example
+// It reports the connections/s of each, ratio (bulk / baseline, one
+// client each; goal at least 0.5), ratio-x2 (the same with two clients
+// each) and speedup (the better of bulk and bulk_x2 / single; goal at
+// least 10), and prints them with the CPU each connection took in the Go
+// process (server and clients) and, when Postgres runs on the same host
+// (its sessions' /proc entries are readable), in Postgres; and the
+// spread of the ratio over the rounds. Rate limiting is off. Run it with
 //
 //	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		go test -run '^$' -bench BenchmarkImport -benchtime 10x .
 func BenchmarkImport(b *testing.B) {
 	f := newImportBench(b)
 	const singlePerRound = 200
-	var spent [3]time.Duration
-	var cpu [3]time.Duration
-	var count [3]int
-	// Each variant prepares its round (bodies, sealed rows) untimed and
-	// returns the work to time.
-	measure := func(k int, n int, run func()) {
-		c0, t0 := processCPU(), time.Now()
-		run()
-		spent[k] += time.Since(t0)
-		cpu[k] += processCPU() - c0
-		count[k] += n
+	type variant struct {
+		name     string
+		n        int // connections per round
+		prepare  func(round int) func()
+		spent    time.Duration
+		cpu, pg  time.Duration
+		count    int
+		perRound []float64 // connections/s
 	}
+	both := func(x, y func()) func() {
+		return func() {
+			var wg sync.WaitGroup
+			wg.Go(x)
+			wg.Go(y)
+			wg.Wait()
+		}
+	}
+	vs := []*variant{
+		{name: "baseline raw batched insert", n: importBenchBatch, prepare: func(r int) func() { return f.baseline(b, "base", r) }},
+		{name: "bulk POST /connections", n: importBenchBatch, prepare: func(r int) func() { return f.bulk(b, "bulk", r) }},
+		{name: "baseline, 2 clients", n: 2 * importBenchBatch, prepare: func(r int) func() {
+			return both(f.baseline(b, "base2a", r), f.baseline(b, "base2b", r))
+		}},
+		{name: "bulk, 2 clients", n: 2 * importBenchBatch, prepare: func(r int) func() {
+			return both(f.bulk(b, "bulk2a", r), f.bulk(b, "bulk2b", r))
+		}},
+		{name: fmt.Sprintf("single POST /connections, %d clients", importBenchSingleClients), n: singlePerRound,
+			prepare: func(r int) func() { return f.single(b, r, singlePerRound) }},
+	}
+	pgOK := true
 	b.ResetTimer()
 	for round := range b.N {
-		b.StopTimer()
-		base, bulk, single := f.baseline(b, round), f.bulk(b, round), f.single(b, round, singlePerRound)
-		b.StartTimer()
-		measure(0, importBenchBatch, base)
-		measure(1, importBenchBatch, bulk)
-		measure(2, singlePerRound, single)
+		for _, v := range vs {
+			// Each variant prepares its round (bodies, sealed rows)
+			// untimed; its run is measured.
+			b.StopTimer()
+			run := v.prepare(round)
+			b.StartTimer()
+			p0, ok0 := f.postgresCPU()
+			c0, t0 := processCPU(), time.Now()
+			run()
+			d := time.Since(t0)
+			v.cpu += processCPU() - c0
+			p1, ok1 := f.postgresCPU()
+			v.pg += p1 - p0
+			pgOK = pgOK && ok0 && ok1
+			v.spent += d
+			v.count += v.n
+			v.perRound = append(v.perRound, float64(v.n)/d.Seconds())
+		}
 	}
 	b.StopTimer()
-	rate := func(k int) float64 { return float64(count[k]) / spent[k].Seconds() }
-	cpuPer := func(k int) float64 { return float64(cpu[k].Microseconds()) / float64(count[k]) }
-	base, bulk, single := rate(0), rate(1), rate(2)
-	b.ReportMetric(bulk, "bulk-conn/s")
-	b.ReportMetric(base, "baseline-conn/s")
-	b.ReportMetric(single, "single-conn/s")
-	b.ReportMetric(bulk/base, "ratio")
-	b.ReportMetric(bulk/single, "speedup")
-	fmt.Printf("import of new connections on Postgres, %d rounds: bulk %.0f conn/s (Go CPU %.0f µs/conn), "+
-		"baseline raw batched insert %.0f conn/s (%.0f µs/conn), single requests x%d %.0f conn/s (%.0f µs/conn)\n",
-		b.N, bulk, cpuPer(1), base, cpuPer(0), importBenchSingleClients, single, cpuPer(2))
-	fmt.Printf("ratio bulk/baseline %.2f (goal >= 0.5); speedup bulk/single %.1f (goal >= 10)\n", bulk/base, bulk/single)
+	rate := func(v *variant) float64 { return float64(v.count) / v.spent.Seconds() }
+	per := func(d time.Duration, v *variant) float64 { return float64(d.Microseconds()) / float64(v.count) }
+	base, bulk, base2, bulk2, single := vs[0], vs[1], vs[2], vs[3], vs[4]
+	ratio, ratio2 := rate(bulk)/rate(base), rate(bulk2)/rate(base2)
+	speedup := max(rate(bulk), rate(bulk2)) / rate(single)
+	b.ReportMetric(rate(bulk), "bulk-conn/s")
+	b.ReportMetric(rate(base), "baseline-conn/s")
+	b.ReportMetric(rate(bulk2), "bulk-x2-conn/s")
+	b.ReportMetric(rate(single), "single-conn/s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(ratio2, "ratio-x2")
+	b.ReportMetric(speedup, "speedup")
+	b.ReportMetric(per(bulk.cpu, bulk), "bulk-go-µs/conn")
+	if pgOK {
+		b.ReportMetric(per(bulk.pg, bulk), "bulk-pg-µs/conn")
+		b.ReportMetric(per(base.pg, base), "baseline-pg-µs/conn")
+	}
+	if b.N < 2 { // the probe run
+		return
+	}
+	fmt.Printf("import of new connections on Postgres, %d rounds:\n", b.N)
+	for _, v := range vs {
+		cpu := fmt.Sprintf("Go %4.0f", per(v.cpu, v))
+		if pgOK {
+			cpu += fmt.Sprintf(" + Postgres %4.0f", per(v.pg, v))
+		}
+		fmt.Printf("  %-40s %6.0f conn/s   CPU per connection: %s µs\n", v.name, rate(v), cpu)
+	}
+	spread := func(a, b *variant) string {
+		rs := make([]float64, len(a.perRound))
+		for i := range rs {
+			rs[i] = a.perRound[i] / b.perRound[i]
+		}
+		slices.Sort(rs)
+		return fmt.Sprintf("rounds %.2f-%.2f, median %.2f", rs[0], rs[len(rs)-1], rs[len(rs)/2])
+	}
+	fmt.Printf("  ratio bulk/baseline %.2f (goal >= 0.5; %s); with 2 clients each %.2f (%s)\n",
+		ratio, spread(bulk, base), ratio2, spread(bulk2, base2))
+	fmt.Printf("  speedup over single requests %.1f (goal >= 10)\n", speedup)
 }
 
 // importBench is the fixture of BenchmarkImport.
 type importBench struct {
 	db      *sql.DB
+	app     string // the application_name of db's sessions
 	table   string // the connections table, quoted
 	envID   int64
 	keyring *secret.Keyring
@@ -115,7 +182,24 @@ type importBench struct {
 func newImportBench(b *testing.B) *importBench {
 	b.Helper()
 	ctx := context.Background()
-	db, schema := pgtest.Schema(b)
+	_, schema := pgtest.Schema(b)
+	// A pool of its own, whose sessions carry an application_name, so that
+	// their CPU time can be read (postgresCPU).
+	app := "connect_import_bench_" + schema
+	u, err := url.Parse(pgtest.URL(b))
+	if err != nil || u.Scheme == "" {
+		b.Fatalf("BenchmarkImport needs TEST_DATABASE_URL as a postgres:// URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("postgres", u.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(pgtest.MaxOpenConns)
+	db.SetMaxIdleConns(pgtest.MaxOpenConns)
+	b.Cleanup(func() { db.Close() })
 	opts := &postgres.Options{Schema: schema}
 	if err := postgres.Migrate(ctx, db, opts); err != nil {
 		b.Fatal(err)
@@ -154,14 +238,48 @@ func newImportBench(b *testing.B) *importBench {
 	b.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: importBenchSingleClients * 2, IdleConnTimeout: time.Minute}
 	b.Cleanup(tr.CloseIdleConnections)
-	f := &importBench{db: db, table: pq.QuoteIdentifier(schema) + ".connections", envID: env.ID, keyring: keyring,
+	f := &importBench{db: db, app: app, table: pq.QuoteIdentifier(schema) + ".connections", envID: env.ID, keyring: keyring,
 		client: &http.Client{Transport: tr}, url: srv.URL + "/connections", auth: "Bearer " + key,
 		exp: time.Now().Add(8 * time.Hour).UTC().Truncate(time.Second)}
 	// Warm up each path: the pools, the API-key cache, the statements.
-	f.baseline(b, -1)()
-	f.bulk(b, -1)()
+	f.baseline(b, "base", -1)()
+	f.bulk(b, "bulk", -1)()
 	f.single(b, -1, 50)()
 	return f
+}
+
+// postgresCPU returns the CPU time the Postgres sessions of f.db have
+// used, from /proc: ok is false when Postgres runs elsewhere.
+func (f *importBench) postgresCPU() (d time.Duration, ok bool) {
+	rows, err := f.db.Query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, f.app)
+	if err != nil {
+		return 0, false
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		if rows.Scan(&pid) != nil {
+			return 0, false
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, false
+		}
+		// Fields after the command name (which ends with the last ')'):
+		// utime and stime are the 12th and 13th, in clock ticks of 1/100 s.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) < 13 {
+			return 0, false
+		}
+		for _, s := range fields[11:13] {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			d += time.Duration(n) * 10 * time.Millisecond
+		}
+	}
+	return d, rows.Err() == nil
 }
 
 // importBenchItem is connection i of a variant's round as a single import
@@ -174,7 +292,7 @@ func (f *importBench) item(variant string, round, i int) string {
 
 // baseline prepares the round's rows, sealed, and returns their insert in
 // one statement.
-func (f *importBench) baseline(b *testing.B, round int) func() {
+func (f *importBench) baseline(b *testing.B, tag string, round int) func() {
 	now := time.Now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	exp := f.exp.Format(time.RFC3339Nano)
 	cols := make([]pq.StringArray, 12)
@@ -189,7 +307,7 @@ func (f *importBench) baseline(b *testing.B, round int) func() {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for k, v := range []string{"gh", fmt.Sprintf("base-%d-%d", round, i), "github", "{}",
+		for k, v := range []string{"gh", fmt.Sprintf("%s-%d-%d", tag, round, i), "github", "{}",
 			fmt.Sprintf(`{"plan":"pro","seats":%d}`, i%50), fmt.Sprintf(`{"end_user_id":"user-%d"}`, i),
 			"OAUTH2", sealed, exp, "[]", now, now} {
 			cols[k] = append(cols[k], v)
@@ -229,14 +347,14 @@ func (f *importBench) insertRows(b *testing.B, args []any) {
 
 // bulk returns the import of the round's connections in one POST
 // /connections.
-func (f *importBench) bulk(b *testing.B, round int) func() {
+func (f *importBench) bulk(b *testing.B, tag string, round int) func() {
 	var body bytes.Buffer
 	body.WriteByte('[')
 	for i := range importBenchBatch {
 		if i > 0 {
 			body.WriteByte(',')
 		}
-		body.WriteString(f.item("bulk", round, i))
+		body.WriteString(f.item(tag, round, i))
 	}
 	body.WriteByte(']')
 	return func() {

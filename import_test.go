@@ -98,17 +98,29 @@ func TestBulkImport(t *testing.T) {
 			t.Errorf("generated connection id %q", generated)
 		}
 		b1 := items[0].(map[string]any)
-		wantB1 := map[string]any{"id": b1["id"], "connection_id": "b1", "provider": "github", "provider_config_key": "gh",
-			"created": "2026-05-01T12:00:00.000Z", "metadata": map[string]any{"plan": "pro"}, "tags": map[string]any{"end_user_id": "u-b1"},
-			"end_user": map[string]any{"id": "u-b1", "display_name": nil, "email": nil, "tags": map[string]any{}, "organization": nil},
-			"errors":   []any{}, "result": "created"}
+		wantB1 := map[string]any{"id": b1["id"], "connection_id": "b1", "provider_config_key": "gh", "result": "created"}
 		if diff := cmp.Diff(wantB1, b1); diff != "" {
 			t.Errorf("first connection (-want +got):\n%s", diff)
 		}
-		// The update kept what it was not given: c1's metadata and tags.
-		c1 := items[2].(map[string]any)
-		if diff := cmp.Diff(map[string]any{"a": float64(1)}, c1["metadata"]); diff != "" {
-			t.Errorf("re-imported c1 metadata (-want +got):\n%s", diff)
+		// The ids are those of the list.
+		listed := map[string]any{}
+		for _, x := range bu.mustDo(t, 200, req{method: "GET", path: "/connections"}).obj()["connections"].([]any) {
+			m := x.(map[string]any)
+			listed[m["provider_config_key"].(string)+"/"+m["connection_id"].(string)] = m["id"]
+		}
+		for _, x := range items {
+			m := x.(map[string]any)
+			if id := listed[m["provider_config_key"].(string)+"/"+m["connection_id"].(string)]; id != m["id"] || id == nil {
+				t.Errorf("%v: id %v, listed with %v", m["connection_id"], m["id"], id)
+			}
+		}
+		b1list := bu.mustDo(t, 200, req{method: "GET", path: "/connections?connectionId=b1"}).obj()["connections"].([]any)[0]
+		wantList := map[string]any{"id": b1["id"], "connection_id": "b1", "provider": "github", "provider_config_key": "gh",
+			"created": "2026-05-01T12:00:00.000Z", "metadata": map[string]any{"plan": "pro"}, "tags": map[string]any{"end_user_id": "u-b1"},
+			"end_user": map[string]any{"id": "u-b1", "display_name": nil, "email": nil, "tags": map[string]any{}, "organization": nil},
+			"errors":   []any{}}
+		if diff := cmp.Diff(wantList, b1list); diff != "" {
+			t.Errorf("b1 listed (-want +got):\n%s", diff)
 		}
 
 		get := func(key, id string) map[string]any {
@@ -134,6 +146,10 @@ func TestBulkImport(t *testing.T) {
 		c1full := get("gh", "c1")
 		if c1full["credentials"].(map[string]any)["access_token"] != "at-c1-new" {
 			t.Errorf("c1 credentials after the update: %v", c1full["credentials"])
+		}
+		// The update kept what it was not given: c1's metadata and tags.
+		if diff := cmp.Diff(map[string]any{"a": float64(1)}, c1full["metadata"]); diff != "" {
+			t.Errorf("re-imported c1 metadata (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff(map[string]any{"end_user_id": "u1"}, c1full["tags"]); diff != "" {
 			t.Errorf("c1 tags (-want +got):\n%s", diff)

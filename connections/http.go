@@ -343,7 +343,8 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		}
 		out := APIImportBatch{Connections: make([]APIImported, len(res))}
 		for i, r := range res {
-			out.Connections[i] = APIImported{APIConnection: API(r.Connection), Result: "updated"}
+			c := r.Connection
+			out.Connections[i] = APIImported{ID: c.ID, ConnectionID: c.ConnectionID, ProviderConfigKey: c.IntegrationKey, Result: "updated"}
 			if r.Created {
 				out.Connections[i].Result = "created"
 				out.Created++
@@ -494,10 +495,13 @@ type APIImportBatch struct {
 	Updated     int           `json:"updated"`
 }
 
-// APIImported is one connection of a bulk import's answer: its list form
-// and whether the import created or updated it.
+// APIImported is one connection of a bulk import's answer: its id (that
+// of the list form), identity, and whether the import created or updated
+// it.
 type APIImported struct {
-	APIConnection
+	ID                int64  `json:"id"`
+	ConnectionID      string `json:"connection_id"`
+	ProviderConfigKey string `json:"provider_config_key"`
 	// Result is "created" or "updated".
 	Result string `json:"result"`
 }

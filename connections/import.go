@@ -2,13 +2,17 @@ package connections
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/embedauth/connect/integrations"
@@ -87,76 +91,82 @@ const DefaultMaxImportBody = 32 << 20
 // to MaxImportBatch objects, each the body of a single import. It refuses
 // what httpapi.Unmarshal refuses (see httpapi.CheckJSON); an element that
 // is not an object, or whose fields have the wrong types, is an
-// invalid_body error whose errors[].path starts with its index.
+// invalid_body error whose errors[].path starts with its index. Large
+// batches are decoded on several goroutines.
 func DecodeImportBatch(b []byte) ([]ImportInput, error) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '[' {
-		return nil, store.Invalid("invalid_body", "The request body must be a JSON array of connections.")
-	}
-	if err := httpapi.CheckJSON(b); err != nil {
+	elems, err := httpapi.CheckJSONArray(b)
+	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if _, err := dec.Token(); err != nil {
-		return nil, httpapi.DecodeError(err)
+	if len(elems) > MaxImportBatch {
+		return nil, batchSizeError(fmt.Sprintf("%d", len(elems)))
 	}
-	var out []ImportInput
-	var problems []store.FieldError
-	for i := 0; dec.More(); i++ {
-		if i == MaxImportBatch {
-			return nil, batchSizeError(fmt.Sprintf("more than %d", MaxImportBatch))
+	out := make([]ImportInput, len(elems))
+	problems := make([][]store.FieldError, len(elems))
+	syntax := make([]bool, len(elems))
+	decode := func(i int) {
+		e := elems[i]
+		if len(e) == 0 {
+			syntax[i] = true
+			return
 		}
-		out = append(out, ImportInput{})
-		if next := nextValue(b, dec.InputOffset()); next != '{' {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, httpapi.DecodeError(err)
-			}
-			problems = append(problems, store.FieldError{Code: "invalid_type", Message: "must be an object", Path: []string{strconv.Itoa(i)}})
-			continue
+		if e[0] != '{' {
+			problems[i] = []store.FieldError{{Code: "invalid_type", Message: "must be an object", Path: []string{strconv.Itoa(i)}}}
+			return
 		}
-		if err := dec.Decode(&out[i]); err != nil {
-			// A value of the wrong type leaves the decoder at the next
-			// element; any other error (a syntax error) ends the body.
+		if err := json.Unmarshal(e, &out[i]); err != nil {
+			// A value of the wrong type is the element's problem; any
+			// other error (a malformed literal) makes the body invalid.
 			var te *json.UnmarshalTypeError
 			var fe *httpapi.FieldErr
 			if !errors.As(err, &te) && !errors.As(err, &fe) {
-				return nil, httpapi.DecodeError(err)
+				syntax[i] = true
+				return
 			}
-			p, _ := itemProblems(i, httpapi.DecodeError(err))
-			problems = append(problems, p...)
+			problems[i], _ = itemProblems(i, httpapi.DecodeError(err))
 		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing bracket
-		return nil, httpapi.DecodeError(err)
+	workers := min(runtime.GOMAXPROCS(0), 4, len(elems)/importDecodeShare)
+	if workers <= 1 {
+		for i := range elems {
+			decode(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := w * len(elems) / workers; i < (w+1)*len(elems)/workers; i++ {
+					decode(i)
+				}
+			})
+		}
+		wg.Wait()
 	}
-	if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
-		return nil, store.Invalid("invalid_body", "The request body has data after the JSON array.")
+	var fe []store.FieldError
+	for i := range elems {
+		if syntax[i] {
+			return nil, store.Invalid("invalid_body", "The request body is not valid JSON.")
+		}
+		fe = append(fe, problems[i]...)
 	}
-	if len(problems) > 0 {
-		return nil, store.Invalid("invalid_body", "The request body is invalid; none was imported.", problems...)
+	if len(fe) > 0 {
+		return nil, store.Invalid("invalid_body", "The request body is invalid; none was imported.", fe...)
 	}
 	return out, nil
 }
 
-// nextValue returns the first byte of the value the decoder reads next,
-// the decoder having stopped at offset off of b: after whitespace and a
-// separating comma.
-func nextValue(b []byte, off int64) byte {
-	for i := int(off); i < len(b); i++ {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r', ',':
-		default:
-			return b[i]
-		}
-	}
-	return 0
-}
+// importDecodeShare is the fewest elements per goroutine of
+// DecodeImportBatch.
+const importDecodeShare = 64
 
 func batchSizeError(n string) error {
 	return store.Invalid("invalid_body", fmt.Sprintf("A bulk import holds 1 to %d connections; this one holds %s.", MaxImportBatch, n),
 		store.FieldError{Code: "invalid_size", Message: fmt.Sprintf("must hold 1 to %d connections", MaxImportBatch), Path: []string{}})
 }
+
+// importFirstWrite is how many prepared items the first statement of an
+// ImportBatch waits for; the next ones take whatever is ready.
+const importFirstWrite = 100
 
 // ImportResult is one connection imported by ImportBatch.
 type ImportResult struct {
@@ -176,7 +186,13 @@ type ImportResult struct {
 // writes an operations log entry (import_create or import_update) and
 // sends no webhook.
 func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInput) (*Connection, bool, error) {
-	p, err := s.prepareImport(ctx, environmentID, &in, nil)
+	p, err := s.prepareImport(environmentID, &in, func(key string) (l integrationLookup) {
+		l.it, l.err = s.integrations.GetIntegration(ctx, environmentID, key)
+		if errors.Is(l.err, store.ErrNotFound) {
+			l.err = store.NotFound("unknown_provider_config", "The integration %q was not found.", key)
+		}
+		return l
+	})
 	if err != nil {
 		return nil, false, err
 	}
@@ -190,51 +206,157 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 
 // ImportBatch imports 1 to MaxImportBatch connections as Import imports
 // each, all or none, in one transaction: a few statements for the whole
-// batch. Every item is validated before anything is written; when any is
-// invalid, nothing is written and the error (invalid_body, ErrInvalid)
-// lists the problems of every invalid item, each errors[].path starting
-// with the item's index. The same connection (provider_config_key and
-// connection_id) given twice is such a problem. Results are in the order
-// of ins.
+// batch. Every item is validated; when any is invalid, nothing is written
+// and the error (invalid_body, ErrInvalid) lists the problems of every
+// invalid item, each errors[].path starting with the item's index. The
+// same connection (provider_config_key and connection_id) given twice is
+// such a problem. Results are in the order of ins.
+//
+// The items are validated and sealed on a goroutine of their own while
+// the Store writes those already sealed, so that this work and the
+// database's overlap; the Store gets them in the order of their identity,
+// so that concurrent imports touching the same connections lock them in
+// one order.
 func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []ImportInput) ([]ImportResult, error) {
 	if len(ins) == 0 || len(ins) > MaxImportBatch {
 		return nil, batchSizeError(strconv.Itoa(len(ins)))
 	}
-	items := make([]*ImportItem, len(ins))
-	var problems []store.FieldError
-	invalid := 0
-	integrations := map[string]integrationLookup{}
-	type identity struct{ key, id string }
-	first := make(map[identity]int, len(ins))
+	// The integrations, looked up before the transaction: the preparing
+	// goroutine does not use the Store, which a transaction may hold.
+	lookups := map[string]integrationLookup{}
 	for i := range ins {
-		p, err := s.prepareImport(ctx, environmentID, &ins[i], integrations)
-		if err != nil {
-			fe, ok := itemProblems(i, err)
-			if !ok {
-				return nil, err
+		k := ins[i].ProviderConfigKey
+		if _, done := lookups[k]; done || k == "" {
+			continue
+		}
+		var l integrationLookup
+		l.it, l.err = s.integrations.GetIntegration(ctx, environmentID, k)
+		if errors.Is(l.err, store.ErrNotFound) {
+			l.err = store.NotFound("unknown_provider_config", "The integration %q was not found.", k)
+		} else if l.err != nil {
+			return nil, l.err
+		}
+		lookups[k] = l
+	}
+	order := make([]int, len(ins))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(ins[a].ProviderConfigKey, ins[b].ProviderConfigKey),
+			strings.Compare(ins[a].ConnectionID, ins[b].ConnectionID))
+	})
+
+	// The preparing goroutine fills items and problems, and sends the
+	// index of each item ready to be written (none once an item is
+	// invalid: the batch will be refused, and it goes on only to find
+	// every problem). Whoever receives an index may read its item; once
+	// ready is closed, all of them.
+	items := make([]*ImportItem, len(ins))
+	problems := make([][]store.FieldError, len(ins))
+	ready := make(chan int, len(ins))
+	stop := make(chan struct{})
+	var failed error // a failure that is not an item's problem; read once ready is closed
+	go func() {
+		defer close(ready)
+		defer func() {
+			if r := recover(); r != nil {
+				failed = fmt.Errorf("connections: preparing an import panicked: %v", r)
 			}
-			problems = append(problems, fe...)
-			invalid++
-			continue
+		}()
+		lookup := func(key string) integrationLookup { return lookups[key] }
+		type identity struct{ key, id string }
+		first := make(map[identity]int, len(ins))
+		refused := false
+		for _, i := range order {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p, err := s.prepareImport(environmentID, &ins[i], lookup)
+			if err != nil {
+				fe, ok := itemProblems(i, err)
+				if !ok {
+					failed = err
+					return
+				}
+				problems[i], refused = fe, true
+				continue
+			}
+			k := identity{p.Connection.IntegrationKey, p.Connection.ConnectionID}
+			if j, dup := first[k]; dup {
+				problems[i] = []store.FieldError{{Code: "duplicate", Path: []string{strconv.Itoa(i), "connection_id"},
+					Message: fmt.Sprintf("names the same connection as item %d (same provider_config_key and connection_id)", j)}}
+				refused = true
+				continue
+			}
+			first[k] = i
+			items[i] = p
+			if !refused {
+				ready <- i
+			}
 		}
-		k := identity{p.Connection.IntegrationKey, p.Connection.ConnectionID}
-		if j, dup := first[k]; dup {
-			problems = append(problems, store.FieldError{Code: "duplicate", Path: []string{strconv.Itoa(i), "connection_id"},
-				Message: fmt.Sprintf("names the same connection as item %d (same provider_config_key and connection_id)", j)})
-			invalid++
-			continue
+	}()
+	err := s.store.WithTx(ctx, func(ctx context.Context) error {
+		// Write what is ready, in statements of what has become ready
+		// meanwhile. The first waits for importFirstWrite items (or all),
+		// so that the database starts early but not on a handful.
+		var batch []*ImportItem
+		for open, want := true, importFirstWrite; open; want = 1 {
+			batch = batch[:0]
+			for open && len(batch) < want {
+				i, ok := <-ready
+				if !ok {
+					open = false
+					break
+				}
+				batch = append(batch, items[i])
+			}
+		drain:
+			for open {
+				select {
+				case i, ok := <-ready:
+					if !ok {
+						open = false
+						break drain
+					}
+					batch = append(batch, items[i])
+				default:
+					break drain
+				}
+			}
+			if len(batch) == 0 {
+				break
+			}
+			if err := s.store.ImportConnections(ctx, batch); err != nil {
+				return err
+			}
 		}
-		first[k] = i
-		items[i] = p
+		if failed != nil {
+			return failed
+		}
+		var fe []store.FieldError
+		invalid := 0
+		for _, p := range problems {
+			if len(p) > 0 {
+				fe = append(fe, p...)
+				invalid++
+			}
+		}
+		if invalid > 0 {
+			noun := "connections are"
+			if invalid == 1 {
+				noun = "connection is"
+			}
+			return store.Invalid("invalid_body", fmt.Sprintf("%d of the %d %s invalid; none was imported.", invalid, len(ins), noun), fe...)
+		}
+		return s.recordImports(ctx, environmentID, items)
+	})
+	close(stop)
+	for range ready { // let the goroutine end when the transaction ended early
 	}
-	if invalid > 0 {
-		noun := "connections are"
-		if invalid == 1 {
-			noun = "connection is"
-		}
-		return nil, store.Invalid("invalid_body", fmt.Sprintf("%d of the %d %s invalid; none was imported.", invalid, len(ins), noun), problems...)
-	}
-	if err := s.writeImport(ctx, environmentID, items); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	out := make([]ImportResult, len(items))
@@ -268,15 +390,15 @@ func itemProblems(i int, err error) (fe []store.FieldError, ok bool) {
 	return fe, true
 }
 
-// integrationLookup is a memoised GetIntegration of a batch.
+// integrationLookup is the result of a GetIntegration.
 type integrationLookup struct {
 	it  *integrations.Integration
 	err error
 }
 
 // prepareImport validates one import and builds its ImportItem, sealed.
-// lookups, when not nil, memoises the integrations of a batch.
-func (s *Service) prepareImport(ctx context.Context, environmentID int64, in *ImportInput, lookups map[string]integrationLookup) (*ImportItem, error) {
+// lookup returns the integration of a provider_config_key.
+func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup func(key string) integrationLookup) (*ImportItem, error) {
 	if in.ProviderConfigKey == "" {
 		return nil, httpapi.InvalidField("is required", "provider_config_key")
 	}
@@ -286,16 +408,7 @@ func (s *Service) prepareImport(ctx context.Context, environmentID int64, in *Im
 	if !ValidConnectionID(in.ConnectionID) {
 		return nil, httpapi.InvalidField(fmt.Sprintf("must be 1 to %d characters without control characters", MaxConnectionIDLen), "connection_id")
 	}
-	l, ok := lookups[in.ProviderConfigKey]
-	if !ok {
-		l.it, l.err = s.integrations.GetIntegration(ctx, environmentID, in.ProviderConfigKey)
-		if errors.Is(l.err, store.ErrNotFound) {
-			l.err = store.NotFound("unknown_provider_config", "The integration %q was not found.", in.ProviderConfigKey)
-		}
-		if lookups != nil {
-			lookups[in.ProviderConfigKey] = l
-		}
-	}
+	l := lookup(in.ProviderConfigKey)
 	if l.err != nil {
 		return nil, l.err
 	}
@@ -366,6 +479,13 @@ func (s *Service) writeImport(ctx context.Context, environmentID int64, items []
 		if err := s.store.ImportConnections(ctx, items); err != nil {
 			return err
 		}
+		return s.recordImports(ctx, environmentID, items)
+	})
+}
+
+// recordImports writes the operations log entries of stored imports.
+func (s *Service) recordImports(ctx context.Context, environmentID int64, items []*ImportItem) error {
+	{
 		entries := make([]*oplog.Entry, len(items))
 		for i, p := range items {
 			op := "import_update"
@@ -377,7 +497,7 @@ func (s *Service) writeImport(ctx context.Context, environmentID int64, items []
 				Message: "connection imported", Meta: map[string]any{"auth_mode": p.Connection.AuthMode}}
 		}
 		return s.log.RecordAll(ctx, entries)
-	})
+	}
 }
 
 // importCredentials builds credentials of the provider's auth mode from an

@@ -3,6 +3,8 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"database/sql"
+	"errors"
 	"database/sql/driver"
 	"fmt"
 	"slices"
@@ -15,59 +17,69 @@ import (
 	"github.com/embedauth/connect/store"
 )
 
-// maxImportRounds bounds the statements of one ImportConnections: a
-// connection that another transaction creates while the import runs is
-// updated by the next round, and one that keeps appearing and vanishing
-// under the import fails it after this many rounds.
-const maxImportRounds = 8
+// importOutput is the select list of the result of qImportConnections
+// and qImportConnection, from the statement's output w: whether the row
+// was created (an update sets version to 2 or more), then every column of
+// connectionColumns, those that a created row's caller has already left
+// out (empty or NULL) for a created row.
+var importOutput = func() string {
+	keep := map[string]bool{"id": true, "environment_id": true, "integration_key": true, "connection_id": true,
+		"version": true, "created_at": true, "updated_at": true}
+	out := []string{"w.version = 1"}
+	for _, c := range strings.Split(connectionColumns, ",") {
+		c = strings.TrimSpace(c)
+		switch {
+		case keep[c]:
+			out = append(out, "w."+c)
+		case c == "provider" || c == "webhook_url_override" || c == "auth_mode" || c == "sealed_credentials":
+			out = append(out, "CASE WHEN w.version = 1 THEN '' ELSE w."+c+" END")
+		case c == "refresh_attempts":
+			out = append(out, "CASE WHEN w.version = 1 THEN 0 ELSE w."+c+" END")
+		default:
+			out = append(out, "CASE WHEN w.version = 1 THEN NULL ELSE w."+c+" END")
+		}
+	}
+	return strings.Join(out, ", ")
+}()
 
-// qImportConnections writes a batch of imported connections in one
-// statement. Its arrays ($2 to $20) hold one element per connection, in
-// the order of the identities ($2, $3), which ImportConnections sorts so
-// that concurrent imports lock shared rows in the same order.
-//
-//   - g locks the batch's integrations (FOR KEY SHARE, as the foreign key
-//     check does), so that none is deleted before the transaction ends:
-//     a later round of the same import finds them all. When one is
-//     missing, ok is false and nothing is written.
-//   - u updates the existing connections (see connections.ImportItem).
-//   - n inserts the others. A connection that another transaction
-//     inserted after the statement's snapshot is skipped (ON CONFLICT DO
-//     NOTHING; the insert waits for that transaction first) and missing
-//     from the result: the next round updates it.
-//
-// The result has one row per connection written: whether it was created,
-// its id and identity, and, for an updated one, every column.
+// importConflict is the conflict action of an import's insert: the update
+// of an existing connection (see connections.ImportItem), whose Replace
+// flags are the parameters $18 to $20.
+const importConflict = `
+	ON CONFLICT (environment_id, integration_key, connection_id) DO UPDATE SET
+		auth_mode = EXCLUDED.auth_mode, sealed_credentials = EXCLUDED.sealed_credentials,
+		credentials_expires_at = EXCLUDED.credentials_expires_at, errors = EXCLUDED.errors,
+		updated_at = EXCLUDED.updated_at, last_refresh_failure = NULL, refresh_attempts = 0,
+		connection_config = CASE WHEN $18::boolean THEN EXCLUDED.connection_config ELSE c.connection_config END,
+		metadata = CASE WHEN $19::boolean THEN EXCLUDED.metadata ELSE c.metadata END,
+		tags = CASE WHEN $20::boolean THEN EXCLUDED.tags ELSE c.tags END,
+		version = c.version + 1
+	RETURNING ` + connectionColumns
+
+// qImportConnections writes connections of one environment whose items
+// have the same Replace flags ($18 to $20) in one statement: an insert
+// whose conflict action updates the existing ones. Its arrays ($2 to $17)
+// hold one element per connection, in the order of their identities,
+// which ImportConnections sorts so that concurrent imports lock shared
+// rows in the same order. g locks the integrations (FOR KEY SHARE, as the
+// foreign key check does) so that none is deleted before the transaction
+// ends; when one is missing, nothing is written and no row is returned.
 var qImportConnections = newQuery(`
 	WITH i AS (
 		SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-			$15::integer[], $16::text[], $17::text[], $18::boolean[], $19::boolean[], $20::boolean[])
+			$15::integer[], $16::text[], $17::text[]) WITH ORDINALITY
 		AS i(integration_key, connection_id, provider, connection_config, metadata, tags,
 			webhook_url_override, auth_mode, sealed_credentials, credentials_expires_at, errors,
-			last_fetched_at, last_refresh_failure, refresh_attempts, created_at, updated_at,
-			replace_config, replace_metadata, replace_tags)),
+			last_fetched_at, last_refresh_failure, refresh_attempts, created_at, updated_at, n)),
 	g AS (
 		SELECT unique_key FROM {s}.integrations
 		WHERE environment_id = $1 AND unique_key IN (SELECT integration_key FROM i)
 		FOR KEY SHARE),
 	ok AS (
 		SELECT NOT EXISTS (SELECT 1 FROM i WHERE integration_key NOT IN (SELECT unique_key FROM g)) AS ok),
-	u AS (
-		UPDATE {s}.connections c SET
-			auth_mode = i.auth_mode, sealed_credentials = i.sealed_credentials,
-			credentials_expires_at = i.credentials_expires_at::timestamptz, errors = i.errors::jsonb,
-			updated_at = i.updated_at::timestamptz, last_refresh_failure = NULL, refresh_attempts = 0,
-			connection_config = CASE WHEN i.replace_config THEN i.connection_config::jsonb ELSE c.connection_config END,
-			metadata = CASE WHEN i.replace_metadata THEN i.metadata::jsonb ELSE c.metadata END,
-			tags = CASE WHEN i.replace_tags THEN i.tags::jsonb ELSE c.tags END,
-			version = c.version + 1
-		FROM i, ok
-		WHERE ok.ok AND c.environment_id = $1 AND c.integration_key = i.integration_key
-			AND c.connection_id = i.connection_id
-		RETURNING ` + prefixed("c.", connectionColumns) + `),
-	n AS (
-		INSERT INTO {s}.connections (environment_id, integration_key, connection_id, provider,
+	w AS (
+		INSERT INTO {s}.connections AS c (environment_id, integration_key, connection_id, provider,
 			connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
 			credentials_expires_at, errors, last_fetched_at, last_refresh_failure, refresh_attempts,
 			version, created_at, updated_at)
@@ -76,16 +88,25 @@ var qImportConnections = newQuery(`
 			i.credentials_expires_at::timestamptz, i.errors::jsonb, i.last_fetched_at::timestamptz,
 			i.last_refresh_failure::timestamptz, i.refresh_attempts, 1, i.created_at::timestamptz,
 			i.updated_at::timestamptz
-		FROM i, ok
-		WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM u
-			WHERE u.integration_key = i.integration_key AND u.connection_id = i.connection_id)
-		ON CONFLICT DO NOTHING
-		RETURNING id, integration_key, connection_id, created_at, updated_at)
-	SELECT false, ` + connectionColumns + ` FROM u
-	UNION ALL
-	SELECT true, id, $1, integration_key, connection_id, '', NULL, NULL, NULL, '', '', '', NULL, NULL,
-		NULL, NULL, 0, 1, created_at, updated_at
-	FROM n`)
+		FROM i, ok WHERE ok.ok
+		ORDER BY i.n` + importConflict + `)
+	SELECT ` + importOutput + ` FROM w`)
+
+// qImportConnection is qImportConnections for one connection, with its
+// values as parameters. It returns no row when the integration is
+// missing.
+var qImportConnection = newQuery(`
+	WITH w AS (
+		INSERT INTO {s}.connections AS c (environment_id, integration_key, connection_id, provider,
+			connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
+			credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at,
+			last_refresh_failure, refresh_attempts)
+		SELECT $1::bigint, $2::text, $3::text, $4::text, $5::jsonb, $6::jsonb, $7::jsonb, $8::text,
+			$9::text, $10::text, $11::timestamptz, $12::jsonb, $13::timestamptz, 1,
+			$14::timestamptz, $15::timestamptz, $16::timestamptz, $17::integer
+		WHERE EXISTS (SELECT 1 FROM {s}.integrations WHERE environment_id = $1 AND unique_key = $2)` +
+	importConflict + `)
+	SELECT ` + importOutput + ` FROM w`)
 
 // qIntegrationKeys finds which of the keys $2 name an integration of
 // environment $1, and locks them as qImportConnections does.
@@ -93,24 +114,18 @@ var qIntegrationKeys = newQuery(`SELECT unique_key FROM {s}.integrations
 	WHERE environment_id = $1 AND unique_key = ANY($2::text[])
 	FOR KEY SHARE`)
 
-// prefixed qualifies each column of a comma-separated list with p.
-func prefixed(p, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = p + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
-}
-
 // ImportConnections writes the connections of one import (see
-// connections.ImportItem), all or none, in one statement per environment
-// (more only when another transaction creates one of the connections
-// meanwhile), in a transaction: the caller's, if any. An identity given
-// twice is store.ErrConflict and a missing integration store.ErrNotFound;
-// either writes nothing and leaves an enclosing transaction usable.
+// connections.ImportItem), all or none, in a transaction (the caller's,
+// if any): one statement per environment and combination of Replace
+// flags (usually one in all). An identity given twice is
+// store.ErrConflict and a missing integration store.ErrNotFound; either
+// writes nothing and leaves an enclosing transaction usable.
 func (s *Store) ImportConnections(ctx context.Context, items []*connections.ImportItem) error {
-	if len(items) == 0 {
+	switch len(items) {
+	case 0:
 		return nil
+	case 1:
+		return s.importOne(ctx, items[0])
 	}
 	order := make([]int, len(items))
 	for i := range order {
@@ -129,35 +144,49 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 			return conflict("connection %q given twice", b.ConnectionID)
 		}
 	}
-	rows := make([]importRow, len(items))
-	for k, i := range order {
-		if err := rows[k].set(items[i]); err != nil {
+	// The statements: by environment, then by flags, each in identity
+	// order.
+	type group struct {
+		env   int64
+		flags [3]bool
+	}
+	var groups []group
+	rows := map[group][]importRow{}
+	for _, i := range order {
+		it := items[i]
+		g := group{it.Connection.EnvironmentID, [3]bool{it.ReplaceConnectionConfig, it.ReplaceMetadata, it.ReplaceTags}}
+		if _, ok := rows[g]; !ok {
+			groups = append(groups, g)
+		}
+		var r importRow
+		if err := r.set(it); err != nil {
 			return err
 		}
-	}
-	var envs [][]importRow // rows by environment
-	for start := 0; start < len(rows); {
-		end := start + 1
-		for end < len(rows) && rows[end].env == rows[start].env {
-			end++
-		}
-		envs = append(envs, rows[start:end])
-		start = end
+		rows[g] = append(rows[g], r)
 	}
 	return s.WithTx(ctx, func(ctx context.Context) error {
-		if len(envs) > 1 {
-			// The statement of each environment refuses a missing
-			// integration by writing nothing; with several environments,
-			// the integrations of all are checked (and locked) before any
-			// is written.
-			for _, rows := range envs {
-				if err := s.checkIntegrations(ctx, rows); err != nil {
-					return err
+		if len(groups) > 1 {
+			// A statement refuses a missing integration by writing
+			// nothing; with several statements, every integration is
+			// checked (and locked) before any is written.
+			checked := map[int64]bool{}
+			for _, g := range groups {
+				if !checked[g.env] {
+					checked[g.env] = true
+					var all []importRow
+					for _, h := range groups {
+						if h.env == g.env {
+							all = append(all, rows[h]...)
+						}
+					}
+					if err := s.checkIntegrations(ctx, all); err != nil {
+						return err
+					}
 				}
 			}
 		}
-		for _, rows := range envs {
-			if err := s.importRows(ctx, rows); err != nil {
+		for _, g := range groups {
+			if err := s.importRows(ctx, rows[g], g.flags); err != nil {
 				return err
 			}
 		}
@@ -165,16 +194,64 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 	})
 }
 
+// importOne is ImportConnections of one item.
+func (s *Store) importOne(ctx context.Context, it *connections.ImportItem) error {
+	c := it.Connection
+	cfg, md, tags, errs, err := connectionJSON(c)
+	if err != nil {
+		return err
+	}
+	var r importedRow
+	err = s.get(ctx, qImportConnection, &r,
+		c.EnvironmentID, c.IntegrationKey, c.ConnectionID, c.Provider, cfg, md, tags,
+		c.WebhookURLOverride, c.AuthMode, c.SealedCredentials, c.CredentialsExpiresAt, errs,
+		c.LastFetchedAt, c.CreatedAt, c.UpdatedAt, c.LastRefreshFailure, c.RefreshAttempts,
+		it.ReplaceConnectionConfig, it.ReplaceMetadata, it.ReplaceTags)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("integration %q", c.IntegrationKey)
+	}
+	if err != nil {
+		return dbErr(ctx, "import connection", err, store.ErrNotFound)
+	}
+	return r.fill(it)
+}
+
+// importedRow is a row of the result of an import statement.
+type importedRow struct {
+	created bool
+	connectionRow
+}
+
+func (r *importedRow) scanTargets() []any {
+	return append([]any{&r.created}, r.connectionRow.scanTargets()...)
+}
+
+// fill sets the outcome of it: Created, and the ID and Version of a
+// created connection, or the whole of an updated one.
+func (r *importedRow) fill(it *connections.ImportItem) error {
+	it.Created = r.created
+	if r.created {
+		it.Connection.ID, it.Connection.Version = r.ID, 1
+		return nil
+	}
+	c, err := r.connection()
+	if err != nil {
+		return err
+	}
+	*it.Connection = *c
+	return nil
+}
+
 // checkIntegrations returns store.ErrNotFound when an integration that
-// rows (of one environment, sorted by identity) name is missing, and locks
-// the others until the transaction ends.
+// rows (of one environment) name is missing, and locks the others until
+// the transaction ends.
 func (s *Store) checkIntegrations(ctx context.Context, rows []importRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, 4)
+	var keys []string
 	for _, r := range rows {
-		if len(keys) == 0 || keys[len(keys)-1] != r.c.IntegrationKey {
+		if !slices.Contains(keys, r.c.IntegrationKey) {
 			keys = append(keys, r.c.IntegrationKey)
 		}
 	}
@@ -190,82 +267,52 @@ func (s *Store) checkIntegrations(ctx context.Context, rows []importRow) error {
 	return nil
 }
 
-// importRows writes rows, all of one environment and sorted by identity,
-// in rounds of qImportConnections.
-func (s *Store) importRows(ctx context.Context, rows []importRow) error {
-	pending := rows
-	for round := 0; len(pending) > 0; round++ {
-		if round == maxImportRounds {
-			return fmt.Errorf("postgres: import connections: %w: connection %q keeps being created and deleted by other transactions",
-				store.ErrUnavailable, pending[0].c.ConnectionID)
-		}
-		written, err := s.importRound(ctx, pending)
-		if err != nil {
-			return err
-		}
-		if written == 0 && round == 0 {
-			// Nothing written: an integration is missing (the statement
-			// refused the batch), or every connection was created by
-			// another transaction meanwhile (the next round updates them).
-			if err := s.checkIntegrations(ctx, pending); err != nil {
-				return err
-			}
-		}
-		next := pending[:0:0]
-		for _, r := range pending {
-			if !r.done {
-				next = append(next, r)
-			}
-		}
-		pending = next
-	}
-	return nil
-}
-
-// importRound runs qImportConnections once on rows and marks those it
-// wrote done, filling their items. It returns how many it wrote.
-func (s *Store) importRound(ctx context.Context, rows []importRow) (int, error) {
+// importRows writes rows, all of one environment, with the Replace flags
+// flags, in one qImportConnections.
+func (s *Store) importRows(ctx context.Context, rows []importRow, flags [3]bool) error {
 	a := newImportArrays(len(rows))
 	for i := range rows {
 		a.add(&rows[i])
 	}
-	rs, err := s.ext(ctx).QueryContext(ctx, s.text(qImportConnections), a.args(rows[0].env)...)
+	args := append(a.args(rows[0].env), flags[0], flags[1], flags[2])
+	rs, err := s.ext(ctx).QueryContext(ctx, s.text(qImportConnections), args...)
 	if err != nil {
-		return 0, dbErr(ctx, "import connections", err, store.ErrNotFound)
+		return dbErr(ctx, "import connections", err, store.ErrNotFound)
 	}
 	defer rs.Close()
-	byIdentity := make(map[[2]string]*importRow, len(rows))
-	for i := range rows {
-		byIdentity[[2]string{rows[i].c.IntegrationKey, rows[i].c.ConnectionID}] = &rows[i]
+	byIdentity := make(map[[2]string]*connections.ImportItem, len(rows))
+	for _, r := range rows {
+		byIdentity[[2]string{r.c.IntegrationKey, r.c.ConnectionID}] = r.item
 	}
 	n := 0
-	for rs.Next() {
-		var created bool
-		var cr connectionRow
-		if err := rs.Scan(append([]any{&created}, cr.scanTargets()...)...); err != nil {
-			return n, dbErr(ctx, "import connections: scan", err, nil)
+	for ; rs.Next(); n++ {
+		var r importedRow
+		if err := rs.Scan(r.scanTargets()...); err != nil {
+			return dbErr(ctx, "import connections: scan", err, nil)
 		}
-		r := byIdentity[[2]string{cr.IntegrationKey, cr.ConnectionID}]
-		if r == nil || r.done {
-			return n, fmt.Errorf("postgres: import connections: unexpected row %q/%q", cr.IntegrationKey, cr.ConnectionID)
+		k := [2]string{r.IntegrationKey, r.ConnectionID}
+		it := byIdentity[k]
+		if it == nil {
+			return fmt.Errorf("postgres: import connections: unexpected row %q/%q", k[0], k[1])
 		}
-		r.done = true
-		n++
-		r.item.Created = created
-		if created {
-			r.item.Connection.ID, r.item.Connection.Version = cr.ID, 1
-			continue
+		delete(byIdentity, k)
+		if err := r.fill(it); err != nil {
+			return err
 		}
-		c, err := cr.connection()
-		if err != nil {
-			return n, err
-		}
-		*r.item.Connection = *c
 	}
 	if err := rs.Err(); err != nil {
-		return n, dbErr(ctx, "import connections", err, store.ErrNotFound)
+		return dbErr(ctx, "import connections", err, store.ErrNotFound)
 	}
-	return n, nil
+	if n == 0 {
+		// Refused: an integration is missing.
+		if err := s.checkIntegrations(ctx, rows); err != nil {
+			return err
+		}
+	}
+	if n != len(rows) {
+		return fmt.Errorf("postgres: import connections: %d rows written of %d", n, len(rows))
+	}
+	return nil
 }
 
 // importRow is one connection of ImportConnections, encoded for the
@@ -276,7 +323,6 @@ type importRow struct {
 	env  int64
 	// The jsonb columns, nil for SQL NULL.
 	cfg, md, tags, errs *string
-	done                bool
 }
 
 func (r *importRow) set(it *connections.ImportItem) error {
@@ -304,9 +350,8 @@ func (r *importRow) set(it *connections.ImportItem) error {
 
 // importArrays are the array arguments of qImportConnections.
 type importArrays struct {
-	text  [15]textArray // $2 to $14, $16, $17
-	ints  pq.Int64Array
-	bools [3]pq.BoolArray
+	text [15]textArray // $2 to $14, $16, $17
+	ints pq.Int64Array
 	// lastTime and lastText memoise timeText: the connections of an
 	// import share their timestamps.
 	lastTime time.Time
@@ -317,9 +362,6 @@ func newImportArrays(n int) *importArrays {
 	a := &importArrays{ints: make(pq.Int64Array, 0, n)}
 	for i := range a.text {
 		a.text[i] = make(textArray, 0, n)
-	}
-	for i := range a.bools {
-		a.bools[i] = make(pq.BoolArray, 0, n)
 	}
 	return a
 }
@@ -333,15 +375,12 @@ func (a *importArrays) add(r *importRow) {
 		a.text[i] = append(a.text[i], v)
 	}
 	a.ints = append(a.ints, int64(c.RefreshAttempts))
-	a.bools[0] = append(a.bools[0], r.item.ReplaceConnectionConfig)
-	a.bools[1] = append(a.bools[1], r.item.ReplaceMetadata)
-	a.bools[2] = append(a.bools[2], r.item.ReplaceTags)
 }
 
 func (a *importArrays) args(env int64) []any {
 	t := a.text
 	return []any{env, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12],
-		a.ints, t[13], t[14], a.bools[0], a.bools[1], a.bools[2]}
+		a.ints, t[13], t[14]}
 }
 
 // timeText is the package's timeText, remembering the last result.

@@ -82,8 +82,11 @@ var qAppendLogs = newQuery(`
 // AppendLogs stores the entries in one statement, all or none. An ID
 // already stored, or given twice, is store.ErrConflict.
 func (s *Store) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
-	if len(es) == 0 {
+	switch len(es) {
+	case 0:
 		return nil
+	case 1:
+		return s.AppendLog(ctx, es[0])
 	}
 	ids, envs := make(pq.StringArray, len(es)), make(pq.Int64Array, len(es))
 	var cols [8]textArray // type ... created_at

@@ -182,6 +182,11 @@ func testImportAllOrNone(t *testing.T, s Store) {
 		importItem(env.ID, "nope", "b")}
 	wantErr(t, "ImportConnections(missing integration)", s.ImportConnections(ctx, missing), store.ErrNotFound)
 	diff(t, "connections after a refused import", before, all())
+	wantErr(t, "ImportConnections(one item, missing integration)",
+		s.ImportConnections(ctx, []*connections.ImportItem{importItem(env.ID, "nope", "old")}), store.ErrNotFound)
+	wantErr(t, "ImportConnections(one item, missing environment)",
+		s.ImportConnections(ctx, []*connections.ImportItem{importItem(env.ID+1000, "github", "old")}), store.ErrNotFound)
+	diff(t, "connections after a refused import", before, all())
 
 	twice := []*connections.ImportItem{importItem(env.ID, "github", "a"), importItem(env.ID, "github", "old"),
 		importItem(env.ID, "github", "a")}
@@ -199,6 +204,8 @@ func testImportAllOrNone(t *testing.T, s Store) {
 	err = s.WithTx(ctx, func(ctx context.Context) error {
 		wantErr(t, "ImportConnections(missing integration) in a transaction",
 			s.ImportConnections(ctx, []*connections.ImportItem{importItem(env.ID, "github", "x"), importItem(env.ID, "nope", "y")}), store.ErrNotFound)
+		wantErr(t, "ImportConnections(one item, missing integration) in a transaction",
+			s.ImportConnections(ctx, []*connections.ImportItem{importItem(env.ID, "nope", "y")}), store.ErrNotFound)
 		wantErr(t, "ImportConnections(identity twice) in a transaction",
 			s.ImportConnections(ctx, []*connections.ImportItem{importItem(env.ID, "github", "x"), importItem(env.ID, "github", "x")}), store.ErrConflict)
 		return s.ImportConnections(ctx, []*connections.ImportItem{importItem(env.ID, "github", "z")})
