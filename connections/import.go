@@ -345,11 +345,11 @@ func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []Im
 			}
 		}
 		if invalid > 0 {
-			noun := "connections are"
+			verb := "are"
 			if invalid == 1 {
-				noun = "connection is"
+				verb = "is"
 			}
-			return store.Invalid("invalid_body", fmt.Sprintf("%d of the %d %s invalid; none was imported.", invalid, len(ins), noun), fe...)
+			return store.Invalid("invalid_body", fmt.Sprintf("%d of the %d connections %s invalid; none was imported.", invalid, len(ins), verb), fe...)
 		}
 		return s.recordImports(ctx, environmentID, items)
 	})

@@ -12,10 +12,10 @@ import (
 	"github.com/embedauth/connect/integrations"
 )
 
-// TestImportRacesACreate: an import whose connection another transaction
-// creates meanwhile (after the import's snapshot, before its insert)
-// waits for that transaction and then updates the connection, instead of
-// failing or creating a second one.
+// TestImportRacesACreate: an import of a connection that another
+// transaction has created but not committed waits for that transaction and
+// then updates the connection, instead of failing or creating a second
+// one.
 func TestImportRacesACreate(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
