@@ -99,7 +99,7 @@ func DecodeImportBatch(b []byte) ([]ImportInput, error) {
 		return nil, err
 	}
 	if len(elems) > MaxImportBatch {
-		return nil, batchSizeError(fmt.Sprintf("%d", len(elems)))
+		return nil, batchSizeError(strconv.Itoa(len(elems)))
 	}
 	out := make([]ImportInput, len(elems))
 	problems := make([][]store.FieldError, len(elems))
