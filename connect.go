@@ -101,6 +101,11 @@ type Config struct {
 
 	// MaxRequestBody limits API request bodies. Defaults to 1 MiB.
 	MaxRequestBody int64
+	// MaxImportBody limits the body of a bulk import (POST /connections
+	// with an array of up to connections.MaxImportBatch connections).
+	// Defaults to connections.DefaultMaxImportBody (32 MiB); it is never
+	// less than MaxRequestBody.
+	MaxImportBody int64
 
 	// Logger receives operational logs. Defaults to discarding them.
 	Logger *slog.Logger
@@ -368,6 +373,12 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxRequestBody == 0 {
 		cfg.MaxRequestBody = httpapi.DefaultMaxBody
 	}
+	if cfg.MaxImportBody < 0 {
+		return nil, errors.New("connect: Config.MaxImportBody must not be negative")
+	}
+	if cfg.MaxImportBody == 0 {
+		cfg.MaxImportBody = connections.DefaultMaxImportBody
+	}
 	if cfg.ConnectUI.APIURL == "" {
 		cfg.ConnectUI.APIURL = cfg.PublicURL
 	}
@@ -400,6 +411,7 @@ func New(cfg Config) (*Service, error) {
 	// drop the proxy's cached copies.
 	s.integrations = integrations.NewService(integrationCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections = connections.NewService(proxyCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
+	s.connections.SetMaxImportBody(cfg.MaxImportBody)
 	if err := s.setupWebhooks(); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"metadata":{"a":{"b":1,"b":2}},"connection_id":"c1","provider_config_key":"gh"}`,
 		"{\"provider\":\"github\",\"unique_key\":\"x\",\"display_name\":\"\xff\"}",
 		`{"tags":{"a":"\u0000"}}`, `{"tags":{"a":"\ud800"}}`,
+		`[{"provider_config_key":"oa","api_key":"k"},{"provider_config_key":"gh","connection_id":"c1","access_token":"a","no_expiration":true}]`,
+		`[{"provider_config_key":"gh","connection_id":"x"},1,null,{"provider_config_key":"nope"}]`,
+		`[{"provider_config_key":"oa","connection_id":"d","api_key":"k"},{"provider_config_key":"oa","connection_id":"d","api_key":"k"}]`,
 	} {
 		for i := range fuzzRoutes {
 			f.Add(uint8(i), s)

@@ -239,6 +239,21 @@ func (s proxyCacheInvalidator) UpdateConnection(ctx context.Context, c *connecti
 	return err
 }
 
+func (s proxyCacheInvalidator) ImportConnections(ctx context.Context, items []*connections.ImportItem) error {
+	err := s.Store.ImportConnections(ctx, items)
+	keys := make([]proxyKey, len(items))
+	for i, it := range items {
+		c := it.Connection
+		keys[i] = proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
+	}
+	dropAfterChange(ctx, s.Store, func() {
+		for _, k := range keys {
+			s.cache.Delete(k)
+		}
+	})
+	return err
+}
+
 func (s proxyCacheInvalidator) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
 	err := s.Store.DeleteConnection(ctx, environmentID, integrationKey, connectionID)
 	k := proxyKey{environmentID, integrationKey, connectionID}

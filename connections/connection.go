@@ -106,6 +106,11 @@ type Store interface {
 	DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error
 	// CountConnections returns how many connections the integration has.
 	CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error)
+	// ImportConnections writes the connections of one import (see
+	// ImportItem), all or none. An identity given twice is ErrConflict and
+	// a missing integration ErrNotFound; either writes nothing and leaves
+	// an enclosing transaction usable.
+	ImportConnections(ctx context.Context, items []*ImportItem) error
 	// LockConnection locks the connection until the transaction of ctx
 	// ends, so that one transaction at a time, in any process sharing the
 	// Store, holds it: it must be called inside WithTx (outside a
@@ -116,4 +121,29 @@ type Store interface {
 	// missing connection is ErrNotFound (the transaction stays usable).
 	// Token refresh uses it to call the provider once per connection.
 	LockConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error
+}
+
+// ImportItem is one connection of Store.ImportConnections: what an import
+// (Service.Import, Service.ImportBatch) writes.
+//
+// When no connection has the identity (EnvironmentID, IntegrationKey,
+// ConnectionID) of Connection, Connection is created as CreateConnection
+// creates it. Otherwise the existing connection gets the import's
+// credentials (SealedCredentials, AuthMode, CredentialsExpiresAt), Errors
+// and UpdatedAt; its refresh bookkeeping starts over (LastRefreshFailure
+// nil, RefreshAttempts 0); its ConnectionConfig, Metadata and Tags are
+// replaced only when the matching Replace field is true; its Version
+// increases by one; every other field stays.
+//
+// ImportConnections sets Created, and sets the ID and Version of a created
+// Connection; it replaces an updated Connection with the connection as
+// stored, Credentials nil.
+type ImportItem struct {
+	Connection              *Connection
+	ReplaceConnectionConfig bool
+	ReplaceMetadata         bool
+	ReplaceTags             bool
+	// Created is set by ImportConnections: whether Connection was created
+	// rather than updated.
+	Created bool
 }

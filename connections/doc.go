@@ -16,9 +16,14 @@
 //
 // Imports (POST /connections and the deprecated POST /connection) accept the
 // flat body of the service specification or a nested credentials object;
-// importing an existing connection id updates it instead of duplicating it.
-// Concurrent writers never lose an update: every change is an optimistic
-// read-modify-write retried on a version conflict.
+// importing an existing connection id updates it instead of duplicating it
+// (an upsert in the Store: [Store.ImportConnections]). A bulk import (POST
+// /connections with an array, [Service.ImportBatch]) imports up to
+// [MaxImportBatch] connections, all or none, in one transaction of a few
+// statements; a refused batch names the problems of every item by index.
+// Imports write an operations log entry per connection and send no
+// webhook. Other changes never lose a concurrent update: each is an
+// optimistic read-modify-write retried on a version conflict.
 //
 // # End users' connection config
 //

@@ -1,6 +1,7 @@
 package connections
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -305,17 +306,54 @@ func (s *Service) Routes(rt *httpapi.Router) {
 			if err := httpapi.Decode(r, &in); err != nil {
 				return err
 			}
-			c, created, err := s.Import(r.Context(), p.EnvironmentID, in)
-			if err != nil {
+			return s.writeImported(w, r, p, in, status)
+		}
+	}
+	// POST /connections takes one import object, or an array of them (a
+	// bulk import, with its own body limit).
+	singleLimit, bulkLimit := rt.BodyLimit(), s.maxImportBody
+	if bulkLimit <= 0 {
+		bulkLimit = DefaultMaxImportBody
+	}
+	bulkLimit = max(bulkLimit, singleLimit)
+	importOrBulk := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+		b, err := httpapi.ReadBodyLimited(w, r, func(first byte) int64 {
+			if first == '[' {
+				return bulkLimit
+			}
+			return singleLimit
+		})
+		if err != nil {
+			return err
+		}
+		if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '[' {
+			var in ImportInput
+			if err := httpapi.Unmarshal(b, &in); err != nil {
 				return err
 			}
-			st := http.StatusOK
-			if created {
-				st = status
-			}
-			httpapi.WriteJSON(w, st, API(c))
-			return nil
+			return s.writeImported(w, r, p, in, http.StatusCreated)
 		}
+		ins, err := DecodeImportBatch(b)
+		if err != nil {
+			return err
+		}
+		res, err := s.ImportBatch(r.Context(), p.EnvironmentID, ins)
+		if err != nil {
+			return err
+		}
+		out := APIImportBatch{Connections: make([]APIImported, len(res))}
+		for i, r := range res {
+			c := r.Connection
+			out.Connections[i] = APIImported{ID: c.ID, ConnectionID: c.ConnectionID, ProviderConfigKey: c.IntegrationKey, Result: "updated"}
+			if r.Created {
+				out.Connections[i].Result = "created"
+				out.Created++
+			} else {
+				out.Updated++
+			}
+		}
+		httpapi.WriteJSON(w, http.StatusOK, out)
+		return nil
 	}
 	metadata := func(merge bool) httpapi.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
@@ -418,7 +456,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		{Pattern: "GET /connection", Scope: read, Handler: list},
 		{Pattern: "GET /connections/{connectionId...}", Scope: read, Handler: get},
 		{Pattern: "GET /connection/{connectionId...}", Scope: read, Handler: get},
-		{Pattern: "POST /connections", Scope: create, Handler: importHandler(http.StatusCreated)},
+		{Pattern: "POST /connections", Scope: create, Handler: importOrBulk, MaxBody: bulkLimit},
 		{Pattern: "POST /connection", Scope: create, Handler: importHandler(http.StatusCreated), Style: httpapi.StyleMessage},
 		{Pattern: "POST /connections/metadata", Scope: update, Handler: metadata(false)},
 		{Pattern: "PATCH /connections/metadata", Scope: update, Handler: metadata(true)},
@@ -432,6 +470,40 @@ func (s *Service) Routes(rt *httpapi.Router) {
 	} {
 		rt.Handle(r)
 	}
+}
+
+// writeImported imports one connection and answers status (201) when it
+// created it, 200 when it updated it, with its list form.
+func (s *Service) writeImported(w http.ResponseWriter, r *http.Request, p *httpapi.Principal, in ImportInput, status int) error {
+	c, created, err := s.Import(r.Context(), p.EnvironmentID, in)
+	if err != nil {
+		return err
+	}
+	st := http.StatusOK
+	if created {
+		st = status
+	}
+	httpapi.WriteJSON(w, st, API(c))
+	return nil
+}
+
+// APIImportBatch is the answer of a bulk import: the connections in the
+// order of the request, and how many were created and updated.
+type APIImportBatch struct {
+	Connections []APIImported `json:"connections"`
+	Created     int           `json:"created"`
+	Updated     int           `json:"updated"`
+}
+
+// APIImported is one connection of a bulk import's answer: its id (that
+// of the list form), identity, and whether the import created or updated
+// it.
+type APIImported struct {
+	ID                int64  `json:"id"`
+	ConnectionID      string `json:"connection_id"`
+	ProviderConfigKey string `json:"provider_config_key"`
+	// Result is "created" or "updated".
+	Result string `json:"result"`
 }
 
 func decodeObject(raw json.RawMessage, field string) (map[string]any, error) {

@@ -2,12 +2,17 @@ package connections
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/embedauth/connect/integrations"
@@ -74,47 +79,364 @@ func (d *DateTime) UnmarshalJSON(b []byte) error {
 	return &httpapi.FieldErr{Path: []string{"expires_at"}, Message: "must be an ISO 8601 date-time such as 2030-01-02T15:04:05Z"}
 }
 
+// MaxImportBatch is the largest number of connections one ImportBatch (one
+// bulk POST /connections) imports.
+const MaxImportBatch = 1000
+
+// DefaultMaxImportBody is the default limit of the body of a bulk import
+// (POST /connections with an array): 32 MiB.
+const DefaultMaxImportBody = 32 << 20
+
+// DecodeImportBatch decodes the body of a bulk import: a JSON array of 1
+// to MaxImportBatch objects, each the body of a single import. It refuses
+// what httpapi.Unmarshal refuses (see httpapi.CheckJSON); an element that
+// is not an object, or whose fields have the wrong types, is an
+// invalid_body error whose errors[].path starts with its index. Large
+// batches are decoded on several goroutines.
+func DecodeImportBatch(b []byte) ([]ImportInput, error) {
+	elems, err := httpapi.CheckJSONArray(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(elems) > MaxImportBatch {
+		return nil, batchSizeError(strconv.Itoa(len(elems)))
+	}
+	out := make([]ImportInput, len(elems))
+	problems := make([][]store.FieldError, len(elems))
+	syntax := make([]bool, len(elems))
+	decode := func(i int) {
+		e := elems[i]
+		if len(e) == 0 {
+			syntax[i] = true
+			return
+		}
+		if e[0] != '{' {
+			problems[i] = []store.FieldError{{Code: "invalid_type", Message: "must be an object", Path: []string{strconv.Itoa(i)}}}
+			return
+		}
+		if err := json.Unmarshal(e, &out[i]); err != nil {
+			// A value of the wrong type is the element's problem; any
+			// other error (a malformed literal) makes the body invalid.
+			var te *json.UnmarshalTypeError
+			var fe *httpapi.FieldErr
+			if !errors.As(err, &te) && !errors.As(err, &fe) {
+				syntax[i] = true
+				return
+			}
+			problems[i], _ = itemProblems(i, httpapi.DecodeError(err))
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4, len(elems)/importDecodeShare)
+	if workers <= 1 {
+		for i := range elems {
+			decode(i)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := w * len(elems) / workers; i < (w+1)*len(elems)/workers; i++ {
+					decode(i)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	var fe []store.FieldError
+	for i := range elems {
+		if syntax[i] {
+			return nil, store.Invalid("invalid_body", "The request body is not valid JSON.")
+		}
+		fe = append(fe, problems[i]...)
+	}
+	if len(fe) > 0 {
+		return nil, store.Invalid("invalid_body", "The request body is invalid; none was imported.", fe...)
+	}
+	return out, nil
+}
+
+// importDecodeShare is the fewest elements per goroutine of
+// DecodeImportBatch.
+const importDecodeShare = 64
+
+func batchSizeError(n string) error {
+	return store.Invalid("invalid_body", fmt.Sprintf("A bulk import holds 1 to %d connections; this one holds %s.", MaxImportBatch, n),
+		store.FieldError{Code: "invalid_size", Message: fmt.Sprintf("must hold 1 to %d connections", MaxImportBatch), Path: []string{}})
+}
+
+// importFirstWrite is how many prepared items the first statement of an
+// ImportBatch waits for; the next ones take whatever is ready.
+const importFirstWrite = 100
+
+// ImportResult is one connection imported by ImportBatch.
+type ImportResult struct {
+	// Connection is the connection as stored, without its credentials.
+	Connection *Connection
+	// Created is true when the import created the connection, false when
+	// it updated an existing one.
+	Created bool
+}
+
 // Import creates a connection from existing credentials, or updates the
 // existing connection with the same id. It reports whether it created one.
+//
+// An update replaces the credentials, clears the connection's errors and
+// starts its refresh bookkeeping over (as a reconnection does); its
+// connection config, metadata and tags change only when given. Import
+// writes an operations log entry (import_create or import_update) and
+// sends no webhook.
 func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInput) (*Connection, bool, error) {
+	p, err := s.prepareImport(environmentID, &in, func(key string) (l integrationLookup) {
+		l.it, l.err = s.integrations.GetIntegration(ctx, environmentID, key)
+		if errors.Is(l.err, store.ErrNotFound) {
+			l.err = store.NotFound("unknown_provider_config", "The integration %q was not found.", key)
+		}
+		return l
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.writeImport(ctx, environmentID, []*ImportItem{p}); err != nil {
+		return nil, false, err
+	}
+	c := p.Connection
+	c.Credentials = nil
+	return c, p.Created, nil
+}
+
+// ImportBatch imports 1 to MaxImportBatch connections as Import imports
+// each, all or none, in one transaction: a few statements for the whole
+// batch. Every item is validated; when any is invalid, nothing is written
+// and the error (invalid_body, ErrInvalid) lists the problems of every
+// invalid item, each errors[].path starting with the item's index. The
+// same connection (provider_config_key and connection_id) given twice is
+// such a problem. Results are in the order of ins.
+//
+// The items are validated and sealed on a goroutine of their own while
+// the Store writes those already sealed, so that this work and the
+// database's overlap; the Store gets them in the order of their identity,
+// so that concurrent imports touching the same connections lock them in
+// one order.
+func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []ImportInput) ([]ImportResult, error) {
+	if len(ins) == 0 || len(ins) > MaxImportBatch {
+		return nil, batchSizeError(strconv.Itoa(len(ins)))
+	}
+	// The integrations, looked up before the transaction: the preparing
+	// goroutine does not use the Store, which a transaction may hold.
+	lookups := map[string]integrationLookup{}
+	for i := range ins {
+		k := ins[i].ProviderConfigKey
+		if _, done := lookups[k]; done || k == "" {
+			continue
+		}
+		var l integrationLookup
+		l.it, l.err = s.integrations.GetIntegration(ctx, environmentID, k)
+		if errors.Is(l.err, store.ErrNotFound) {
+			l.err = store.NotFound("unknown_provider_config", "The integration %q was not found.", k)
+		} else if l.err != nil {
+			return nil, l.err
+		}
+		lookups[k] = l
+	}
+	order := make([]int, len(ins))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(ins[a].ProviderConfigKey, ins[b].ProviderConfigKey),
+			strings.Compare(ins[a].ConnectionID, ins[b].ConnectionID))
+	})
+
+	// The preparing goroutine fills items and problems, and sends the
+	// index of each item ready to be written (none once an item is
+	// invalid: the batch will be refused, and it goes on only to find
+	// every problem). Whoever receives an index may read its item; once
+	// ready is closed, all of them.
+	items := make([]*ImportItem, len(ins))
+	problems := make([][]store.FieldError, len(ins))
+	ready := make(chan int, len(ins))
+	stop := make(chan struct{})
+	var failed error // a failure that is not an item's problem; read once ready is closed
+	go func() {
+		defer close(ready)
+		defer func() {
+			if r := recover(); r != nil {
+				failed = fmt.Errorf("connections: preparing an import panicked: %v", r)
+			}
+		}()
+		lookup := func(key string) integrationLookup { return lookups[key] }
+		type identity struct{ key, id string }
+		first := make(map[identity]int, len(ins))
+		refused := false
+		for _, i := range order {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p, err := s.prepareImport(environmentID, &ins[i], lookup)
+			if err != nil {
+				fe, ok := itemProblems(i, err)
+				if !ok {
+					failed = err
+					return
+				}
+				problems[i], refused = fe, true
+				continue
+			}
+			k := identity{p.Connection.IntegrationKey, p.Connection.ConnectionID}
+			if j, dup := first[k]; dup {
+				problems[i] = []store.FieldError{{Code: "duplicate", Path: []string{strconv.Itoa(i), "connection_id"},
+					Message: fmt.Sprintf("names the same connection as item %d (same provider_config_key and connection_id)", j)}}
+				refused = true
+				continue
+			}
+			first[k] = i
+			items[i] = p
+			if !refused {
+				ready <- i
+			}
+		}
+	}()
+	err := s.store.WithTx(ctx, func(ctx context.Context) error {
+		// Write what is ready, in statements of what has become ready
+		// meanwhile. The first waits for importFirstWrite items (or all),
+		// so that the database starts early but not on a handful.
+		var batch []*ImportItem
+		for open, want := true, importFirstWrite; open; want = 1 {
+			batch = batch[:0]
+			for open && len(batch) < want {
+				i, ok := <-ready
+				if !ok {
+					open = false
+					break
+				}
+				batch = append(batch, items[i])
+			}
+		drain:
+			for open {
+				select {
+				case i, ok := <-ready:
+					if !ok {
+						open = false
+						break drain
+					}
+					batch = append(batch, items[i])
+				default:
+					break drain
+				}
+			}
+			if len(batch) == 0 {
+				break
+			}
+			if err := s.store.ImportConnections(ctx, batch); err != nil {
+				return err
+			}
+		}
+		if failed != nil {
+			return failed
+		}
+		var fe []store.FieldError
+		invalid := 0
+		for _, p := range problems {
+			if len(p) > 0 {
+				fe = append(fe, p...)
+				invalid++
+			}
+		}
+		if invalid > 0 {
+			verb := "are"
+			if invalid == 1 {
+				verb = "is"
+			}
+			return store.Invalid("invalid_body", fmt.Sprintf("%d of the %d connections %s invalid; none was imported.", invalid, len(ins), verb), fe...)
+		}
+		return s.recordImports(ctx, environmentID, items)
+	})
+	close(stop)
+	for range ready { // let the goroutine end when the transaction ended early
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ImportResult, len(items))
+	for i, p := range items {
+		p.Connection.Credentials = nil
+		out[i] = ImportResult{Connection: p.Connection, Created: p.Created}
+	}
+	return out, nil
+}
+
+// itemProblems turns the refusal of one item of a batch into field errors
+// whose paths start with its index. ok is false for an error that is not
+// a refusal of the item (a Store failure), which fails the whole batch.
+func itemProblems(i int, err error) (fe []store.FieldError, ok bool) {
+	var e *store.Error
+	if !errors.As(err, &e) || !(errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound)) {
+		return nil, false
+	}
+	idx := strconv.Itoa(i)
+	if len(e.Errors) == 0 {
+		path := []string{idx}
+		if e.Code == "unknown_provider_config" {
+			path = append(path, "provider_config_key")
+		}
+		return []store.FieldError{{Code: e.Code, Message: e.Message, Path: path}}, true
+	}
+	for _, f := range e.Errors {
+		f.Path = append([]string{idx}, f.Path...)
+		fe = append(fe, f)
+	}
+	return fe, true
+}
+
+// integrationLookup is the result of a GetIntegration.
+type integrationLookup struct {
+	it  *integrations.Integration
+	err error
+}
+
+// prepareImport validates one import and builds its ImportItem, sealed.
+// lookup returns the integration of a provider_config_key.
+func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup func(key string) integrationLookup) (*ImportItem, error) {
 	if in.ProviderConfigKey == "" {
-		return nil, false, httpapi.InvalidField("is required", "provider_config_key")
+		return nil, httpapi.InvalidField("is required", "provider_config_key")
 	}
 	if in.ConnectionID == "" {
 		in.ConnectionID = newConnectionID()
 	}
 	if !ValidConnectionID(in.ConnectionID) {
-		return nil, false, httpapi.InvalidField(fmt.Sprintf("must be 1 to %d characters without control characters", MaxConnectionIDLen), "connection_id")
+		return nil, httpapi.InvalidField(fmt.Sprintf("must be 1 to %d characters without control characters", MaxConnectionIDLen), "connection_id")
 	}
-	it, err := s.integrations.GetIntegration(ctx, environmentID, in.ProviderConfigKey)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, false, store.NotFound("unknown_provider_config", "The integration %q was not found.", in.ProviderConfigKey)
-		}
-		return nil, false, err
+	l := lookup(in.ProviderConfigKey)
+	if l.err != nil {
+		return nil, l.err
 	}
+	it := l.it
 	mode := ""
 	if p, ok := s.catalog.Get(it.Provider); ok {
 		mode = p.AuthMode
 		// A value that would change more than its part of the provider's
 		// URLs is refused now rather than when the URLs are built (which
-		// refuses it too).
-		if err := checkConfigURLs(p, stringMap(in.ConnectionConfig), "connection_config"); err != nil {
-			return nil, false, err
+		// refuses it too). Without values there is nothing to check.
+		if len(in.ConnectionConfig) > 0 {
+			if err := checkConfigURLs(p, stringMap(in.ConnectionConfig), "connection_config"); err != nil {
+				return nil, err
+			}
 		}
 	}
-	creds, err := importCredentials(mode, &in, s.now())
+	creds, err := importCredentials(mode, in, s.now())
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if in.EndUser != nil || in.Organization != nil {
 		eu, err := EndUserTags(in.EndUser, in.Organization)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if tags == nil {
 			tags = map[string]string{}
@@ -123,71 +445,59 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 			tags[k] = v
 		}
 		if len(tags) > MaxTags {
-			return nil, false, httpapi.InvalidField(fmt.Sprintf("must have at most %d keys", MaxTags), "tags")
+			return nil, httpapi.InvalidField(fmt.Sprintf("must have at most %d keys", MaxTags), "tags")
 		}
 	}
-	var out *Connection
-	created := false
-	err = s.store.WithTx(ctx, func(ctx context.Context) error {
-		now := s.nowUTC()
-		c := &Connection{
-			EnvironmentID:    environmentID,
-			IntegrationKey:   it.UniqueKey,
-			ConnectionID:     in.ConnectionID,
-			Provider:         it.Provider,
-			ConnectionConfig: in.ConnectionConfig,
-			Metadata:         in.Metadata,
-			Tags:             tags,
-			Credentials:      creds,
-			Errors:           []Error{},
-			CreatedAt:        now,
-			UpdatedAt:        now,
-		}
-		if c.ConnectionConfig == nil {
-			c.ConnectionConfig = map[string]any{}
-		}
-		if err := s.seal(c); err != nil {
+	now := s.nowUTC()
+	c := &Connection{
+		EnvironmentID:    environmentID,
+		IntegrationKey:   it.UniqueKey,
+		ConnectionID:     in.ConnectionID,
+		Provider:         it.Provider,
+		ConnectionConfig: in.ConnectionConfig,
+		Metadata:         in.Metadata,
+		Tags:             tags,
+		Credentials:      creds,
+		Errors:           []Error{},
+		CreatedAt:        now,
+		UpdatedAt:        now,
+	}
+	if c.ConnectionConfig == nil {
+		c.ConnectionConfig = map[string]any{}
+	}
+	if err := s.seal(c); err != nil {
+		return nil, err
+	}
+	return &ImportItem{Connection: c, ReplaceConnectionConfig: in.ConnectionConfig != nil,
+		ReplaceMetadata: in.Metadata != nil, ReplaceTags: tags != nil}, nil
+}
+
+// writeImport stores prepared imports and their operations log entries in
+// one transaction.
+func (s *Service) writeImport(ctx context.Context, environmentID int64, items []*ImportItem) error {
+	return s.store.WithTx(ctx, func(ctx context.Context) error {
+		if err := s.store.ImportConnections(ctx, items); err != nil {
 			return err
 		}
-		err := s.store.CreateConnection(ctx, c)
-		switch {
-		case err == nil:
-			created = true
-			out = c
-		case errors.Is(err, store.ErrConflict):
-			out, err = s.mutate(ctx, environmentID, it.UniqueKey, in.ConnectionID, func(c *Connection) error {
-				c.Credentials = creds
-				c.Errors = []Error{}
-				if in.ConnectionConfig != nil {
-					c.ConnectionConfig = in.ConnectionConfig
-				}
-				if in.Metadata != nil {
-					c.Metadata = in.Metadata
-				}
-				if tags != nil {
-					c.Tags = tags
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-		op := "import_update"
-		if created {
-			op = "import_create"
-		}
-		_, err = s.log.Record(ctx, &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: op,
-			IntegrationKey: it.UniqueKey, ConnectionID: in.ConnectionID, Message: "connection imported",
-			Meta: map[string]any{"auth_mode": creds.Type}})
-		return err
+		return s.recordImports(ctx, environmentID, items)
 	})
-	if err != nil {
-		return nil, false, err
+}
+
+// recordImports writes the operations log entries of stored imports.
+func (s *Service) recordImports(ctx context.Context, environmentID int64, items []*ImportItem) error {
+	{
+		entries := make([]*oplog.Entry, len(items))
+		for i, p := range items {
+			op := "import_update"
+			if p.Created {
+				op = "import_create"
+			}
+			entries[i] = &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: op,
+				IntegrationKey: p.Connection.IntegrationKey, ConnectionID: p.Connection.ConnectionID,
+				Message: "connection imported", Meta: map[string]any{"auth_mode": p.Connection.AuthMode}}
+		}
+		return s.log.RecordAll(ctx, entries)
 	}
-	return out, created, nil
 }
 
 // importCredentials builds credentials of the provider's auth mode from an

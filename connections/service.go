@@ -54,7 +54,15 @@ type Service struct {
 	refresh      RefreshFunc
 	// refresher is the built-in refresher, when EnableRefresh installed it.
 	refresher *refresher
+	// maxImportBody limits the body of a bulk import; 0 means
+	// DefaultMaxImportBody.
+	maxImportBody int64
 }
+
+// SetMaxImportBody sets the limit of the body of a bulk import (POST
+// /connections with an array body); 0 or less means DefaultMaxImportBody.
+// A single import's body keeps the API's limit. Call it before Routes.
+func (s *Service) SetMaxImportBody(n int64) { s.maxImportBody = n }
 
 // NewService is called by connect.New.
 func NewService(st Store, ints IntegrationLookup, catalog *integrations.Catalog, keyring *secret.Keyring, log *oplog.Writer, now func() time.Time) *Service {

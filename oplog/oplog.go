@@ -51,6 +51,10 @@ type Filter struct {
 type Store interface {
 	// AppendLog stores e. e.ID must be set; a duplicate is ErrConflict.
 	AppendLog(ctx context.Context, e *Entry) error
+	// AppendLogs stores the entries, all or none, as one write: an ID
+	// already stored or given twice is ErrConflict, and then none is
+	// stored (an enclosing transaction stays usable).
+	AppendLogs(ctx context.Context, es []*Entry) error
 	// ListLogs returns matching entries, newest first.
 	ListLogs(ctx context.Context, f Filter) ([]*Entry, error)
 }

@@ -47,6 +47,18 @@ func (w *Writer) Record(ctx context.Context, e *Entry) (string, error) {
 	return e.ID, nil
 }
 
+// RecordAll appends the entries in one write (Store.AppendLogs), all or
+// none, stamping each as Record does.
+func (w *Writer) RecordAll(ctx context.Context, es []*Entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	for _, e := range es {
+		w.Stamp(e)
+	}
+	return w.Store.AppendLogs(ctx, es)
+}
+
 // Stamp sets e.ID (when empty), e.CreatedAt and a default Status of
 // success, as Record does, for callers that store the entry themselves.
 func (w *Writer) Stamp(e *Entry) {

@@ -151,6 +151,15 @@ func (s *fakeStore) AppendLog(ctx context.Context, e *oplog.Entry) error {
 	return nil
 }
 
+func (s *fakeStore) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
+	for _, e := range es {
+		if err := s.AppendLog(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *fakeStore) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

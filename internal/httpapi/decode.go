@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -51,14 +52,56 @@ func ReadBody(r *http.Request) ([]byte, error) {
 	}
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, errBodyTooLarge(mbe.Limit)
-		}
-		return nil, store.Invalid("invalid_body", "The request body could not be read.")
+		return nil, readError(err)
 	}
 	return b, nil
 }
+
+// ReadBodyLimited reads the whole body like ReadBody, with the limit
+// that limit returns for the body's first byte other than JSON whitespace
+// (0 for a blank body): a route that takes two forms of body (an object,
+// or an array of them) can give each its own limit. The route's own limit
+// (Route.MaxBody) still bounds both: set it to the larger one. Leading
+// whitespace is not counted.
+func ReadBodyLimited(w http.ResponseWriter, r *http.Request, limit func(first byte) int64) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	br := bufio.NewReader(r.Body)
+	var first byte
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, readError(err)
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			first = c
+			_ = br.UnreadByte()
+			break
+		}
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, io.NopCloser(br), limit(first)))
+	if err != nil {
+		return nil, readError(err)
+	}
+	return b, nil
+}
+
+func readError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errBodyTooLarge(mbe.Limit)
+	}
+	return store.Invalid("invalid_body", "The request body could not be read.")
+}
+
+// DecodeError turns an error of encoding/json's decoder into the
+// invalid_body error that Unmarshal returns for it, naming the offending
+// field, for a handler that decodes a body itself.
+func DecodeError(err error) error { return decodeError(err) }
 
 // Decode reads a JSON object body into v. An empty body is invalid_body.
 func Decode(r *http.Request, v any) error {

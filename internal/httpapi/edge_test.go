@@ -62,6 +62,56 @@ func TestCheckJSON(t *testing.T) {
 	}
 }
 
+func TestCheckJSONArray(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string][]string{
+		`[]`: nil,
+		` [ {"a":[1,{"b":2}]} ,"x",  3 ,null, [ ] ] `: {`{"a":[1,{"b":2}]}`, `"x"`, `3`, `null`, `[ ]`},
+		"[\n{\"s\":\"]\"}\n]":                         {`{"s":"]"}`},
+		`[1,]`:                                        {`1`, ``},
+	} {
+		elems, err := CheckJSONArray([]byte(in))
+		if err != nil {
+			t.Errorf("CheckJSONArray(%q) = %v", in, err)
+			continue
+		}
+		var got []string
+		for _, e := range elems {
+			got = append(got, string(e))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("CheckJSONArray(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, wantPath := range map[string][]string{
+		``:                    nil,
+		`{"a":1}`:             nil,
+		`[1] [2]`:             nil,
+		`[{"a":1}`:            nil,
+		`[{"a" 1}]`:           nil,
+		"[\"\xff\"]":          nil,
+		`[{}, {"a":1,"a":2}]`: {"1", "a"},
+		`[{"k":"\u0000"}]`:    {"0", "k"},
+		`[` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `]`: {"0"},
+	} {
+		_, err := CheckJSONArray([]byte(in))
+		var e *store.Error
+		if !errors.As(err, &e) || e.Code != "invalid_body" {
+			t.Errorf("CheckJSONArray(%q) = %v, want invalid_body", in, err)
+			continue
+		}
+		if wantPath == nil {
+			if len(e.Errors) != 0 {
+				t.Errorf("CheckJSONArray(%q) errors %+v", in, e.Errors)
+			}
+			continue
+		}
+		if len(e.Errors) != 1 || len(e.Errors[0].Path) < len(wantPath) || !slices.Equal(e.Errors[0].Path[:len(wantPath)], wantPath) {
+			t.Errorf("CheckJSONArray(%q) errors %+v, want path %q", in, e.Errors, wantPath)
+		}
+	}
+}
+
 func TestCheckContentType(t *testing.T) {
 	t.Parallel()
 	for ct, ok := range map[string]bool{

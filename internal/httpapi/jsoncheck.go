@@ -34,6 +34,35 @@ func CheckJSON(b []byte) error {
 	return sc.err
 }
 
+// CheckJSONArray refuses what CheckJSON refuses in a body that must be a
+// JSON array, and returns the array's elements: sub-slices of b, for a
+// handler that decodes each on its own. It also refuses, with an
+// invalid_body error, a body that is not an array, that is not well-formed
+// where the scan can tell (an element's literals and numbers are left to
+// its decoder), or that has data after the array.
+func CheckJSONArray(b []byte) ([][]byte, error) {
+	if !utf8.Valid(b) {
+		return nil, store.Invalid("invalid_body", "The request body is not valid UTF-8.")
+	}
+	sc := jsonScanner{b: b, collect: true}
+	sc.space()
+	if sc.i >= len(b) || b[sc.i] != '[' {
+		return nil, store.Invalid("invalid_body", "The request body must be a JSON array.")
+	}
+	sc.value(0, nil)
+	if sc.err != nil {
+		return nil, sc.err
+	}
+	if sc.bad {
+		return nil, store.Invalid("invalid_body", "The request body is not valid JSON.")
+	}
+	sc.space()
+	if sc.i < len(b) {
+		return nil, store.Invalid("invalid_body", "The request body has data after the JSON array.")
+	}
+	return sc.elems, nil
+}
+
 // jsonScanner walks a JSON text. It stops at the first problem: err is set
 // for a refused body, bad for a syntax error (left to the decoder).
 type jsonScanner struct {
@@ -41,6 +70,9 @@ type jsonScanner struct {
 	i   int
 	err error
 	bad bool
+	// collect: record the elements of a top-level array in elems.
+	collect bool
+	elems   [][]byte
 }
 
 func (s *jsonScanner) stopped() bool { return s.err != nil || s.bad }
@@ -93,9 +125,17 @@ func (s *jsonScanner) value(depth int, path []string) {
 			return
 		}
 		for n := 0; ; n++ {
+			top := s.collect && depth == 0
+			if top {
+				s.space()
+			}
+			start := s.i
 			s.value(depth+1, append(path, strconv.Itoa(n)))
 			if s.stopped() {
 				return
+			}
+			if top {
+				s.elems = append(s.elems, s.b[start:s.i])
 			}
 			s.space()
 			if s.i >= len(s.b) {

@@ -62,6 +62,9 @@ type Route struct {
 	// RawBody: the handler reads the body as it is (any Content-Type, no
 	// MaxBody limit), as the proxy route does.
 	RawBody bool
+	// MaxBody, when positive, replaces the Router's MaxBody for this
+	// route: the largest body it reads.
+	MaxBody int64
 	Handler HandlerFunc
 }
 
@@ -105,14 +108,23 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, route Route) err
 			return err
 		}
 	}
-	max := rt.MaxBody
-	if max <= 0 {
-		max = DefaultMaxBody
+	max := rt.BodyLimit()
+	if route.MaxBody > 0 {
+		max = route.MaxBody
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, max)
 	}
 	return route.Handler(w, r, p)
+}
+
+// BodyLimit returns the limit of request bodies of the routes that do
+// not set their own: MaxBody, or DefaultMaxBody when it is not positive.
+func (rt *Router) BodyLimit() int64 {
+	if rt.MaxBody <= 0 {
+		return DefaultMaxBody
+	}
+	return rt.MaxBody
 }
 
 func hasBody(r *http.Request) bool {

@@ -218,3 +218,69 @@ func (s *Store) LockConnection(ctx context.Context, environmentID int64, integra
 	}
 	return nil
 }
+
+// ImportConnections writes the connections of one import (see
+// connections.ImportItem), all or none. An identity given twice is
+// store.ErrConflict and a missing integration store.ErrNotFound; either
+// writes nothing.
+func (s *Store) ImportConnections(ctx context.Context, items []*connections.ImportItem) error {
+	stored := make([]*connections.Connection, len(items))
+	seen := make(map[connKey]struct{}, len(items))
+	for i, it := range items {
+		c, err := storableConnection(it.Connection)
+		if err != nil {
+			return err
+		}
+		if err := checkText(c); err != nil {
+			return err
+		}
+		k := connKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
+		if _, dup := seen[k]; dup {
+			return fmt.Errorf("connection %q given twice: %w", c.ConnectionID, store.ErrConflict)
+		}
+		seen[k] = struct{}{}
+		stored[i] = c
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for _, c := range stored {
+		if s.integrationByKey(c.EnvironmentID, c.IntegrationKey) == nil {
+			return fmt.Errorf("integration %q: %w", c.IntegrationKey, store.ErrNotFound)
+		}
+	}
+	for i, it := range items {
+		c := stored[i]
+		k := connKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID}
+		id, exists := s.d.connIndex[k]
+		if !exists {
+			s.d.lastConnID++
+			c.ID, c.Version = s.d.lastConnID, 1
+			s.d.conns[c.ID] = c
+			s.d.connIndex[k] = c.ID
+			it.Connection.ID, it.Connection.Version = c.ID, 1
+			it.Created = true
+			continue
+		}
+		u := *s.d.conns[id]
+		u.SealedCredentials, u.AuthMode, u.CredentialsExpiresAt = c.SealedCredentials, c.AuthMode, c.CredentialsExpiresAt
+		u.Errors, u.UpdatedAt = c.Errors, c.UpdatedAt
+		u.LastRefreshFailure, u.RefreshAttempts = nil, 0
+		if it.ReplaceConnectionConfig {
+			u.ConnectionConfig = c.ConnectionConfig
+		}
+		if it.ReplaceMetadata {
+			u.Metadata = c.Metadata
+		}
+		if it.ReplaceTags {
+			u.Tags = c.Tags
+		}
+		u.Version++
+		s.d.conns[id] = &u
+		*it.Connection = *copyConnection(&u)
+		it.Created = false
+	}
+	return nil
+}

@@ -38,6 +38,42 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 	return nil
 }
 
+// AppendLogs stores the entries, all or none. An ID already stored, or
+// given twice, is store.ErrConflict.
+func (s *Store) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
+	stored := make([]*oplog.Entry, len(es))
+	for i, e := range es {
+		meta, err := normalizeJSON("meta", e.Meta)
+		if err != nil {
+			return err
+		}
+		c := *e
+		c.Meta = meta
+		if err := checkText(&c); err != nil {
+			return err
+		}
+		stored[i] = &c
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ids := make(map[string]struct{}, len(es))
+	for _, e := range stored {
+		_, dup := s.d.logIDs[e.ID]
+		if _, twice := ids[e.ID]; dup || twice {
+			return fmt.Errorf("log entry %q: %w", e.ID, store.ErrConflict)
+		}
+		ids[e.ID] = struct{}{}
+	}
+	for _, e := range stored {
+		s.d.logs = append(s.d.logs, e)
+		s.d.logIDs[e.ID] = struct{}{}
+	}
+	return nil
+}
+
 // ListLogs returns the entries matching f, newest first (by CreatedAt, then
 // by ID, both descending). An EnvironmentID of 0 matches every environment;
 // a Limit of 0 means [DefaultLogsLimit].

@@ -96,9 +96,12 @@
 //   - sealing_keys: the key ids that sealed values name (see
 //     store.SealedValues), kept by triggers on every table with sealed
 //     columns (an insert, or an update that moves a sealed column to
-//     another key, registers its key id) and filled from existing rows by
-//     migration 008; ids are removed only by ForgetSealingKeyID, under a
-//     lock that waits for writers registering ids.
+//     another key, registers its key id; on connections the insert
+//     trigger runs once per statement, on the statement's new rows,
+//     since migration 010, so that a bulk import registers its keys once)
+//     and filled from existing rows by migration 008; ids are removed
+//     only by ForgetSealingKeyID, under a lock that waits for writers
+//     registering ids.
 //   - webhook_deliveries: the outbox of outgoing webhooks; text id primary
 //     key; environment_id references environments, ON DELETE CASCADE; body
 //     bytea, so that the signed bytes come back exactly; indexes for

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/embedauth/connect/oplog"
 )
@@ -57,6 +58,65 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 		return conflict("log entry %q", e.ID)
 	}
 	return dbErr(ctx, "append log", err, nil)
+}
+
+// qAppendLogs inserts every entry of its arrays or, when an ID is stored
+// already or given twice, none, without raising an error: a refusal does
+// not abort an enclosing transaction.
+var qAppendLogs = newQuery(`
+	WITH input AS (
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::text[], $8::text[], $9::text[], $10::text[])
+		AS i(id, environment_id, type, operation, status, integration_key, connection_id, message,
+			meta, created_at)),
+	refused AS (
+		SELECT 1 FROM input i WHERE EXISTS (SELECT 1 FROM {s}.operations_log l WHERE l.id = i.id)
+		UNION ALL
+		SELECT 1 FROM input GROUP BY id HAVING count(*) > 1)
+	INSERT INTO {s}.operations_log (id, environment_id, type, operation, status, integration_key,
+		connection_id, message, meta, created_at)
+	SELECT id, environment_id, type, operation, status, integration_key, connection_id, message,
+		meta::jsonb, created_at::timestamptz
+	FROM input WHERE NOT EXISTS (SELECT 1 FROM refused)`)
+
+// AppendLogs stores the entries in one statement, all or none. An ID
+// already stored, or given twice, is store.ErrConflict.
+func (s *Store) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return s.AppendLog(ctx, es[0])
+	}
+	ids, envs := make(pq.StringArray, len(es)), make(pq.Int64Array, len(es))
+	var cols [8]textArray // type ... created_at
+	for i := range cols {
+		cols[i] = make(textArray, len(es))
+	}
+	for i, e := range es {
+		meta, err := jsonArg("meta", e.Meta)
+		if err != nil {
+			return err
+		}
+		ids[i], envs[i] = e.ID, e.EnvironmentID
+		for k, v := range []string{e.Type, e.Operation, e.Status, e.IntegrationKey, e.ConnectionID, e.Message} {
+			cols[k][i] = &v
+		}
+		if m, ok := meta.(string); ok {
+			cols[6][i] = &m
+		}
+		cols[7][i] = timeText(&e.CreatedAt)
+	}
+	res, err := s.exec(ctx, qAppendLogs, ids, envs, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7])
+	if err != nil {
+		return dbErr(ctx, "append logs", err, nil)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return dbErr(ctx, "append logs", err, nil)
+	} else if n != int64(len(es)) {
+		return conflict("log entries: an id is stored already or given twice")
+	}
+	return nil
 }
 
 // ListLogs returns the entries matching f, newest first (by CreatedAt, then

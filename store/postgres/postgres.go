@@ -339,6 +339,21 @@ func conflict(format string, args ...any) error {
 // (json.Marshal would store U+FFFD in its place), and so is U+0000, which
 // jsonb refuses.
 func jsonArg(field string, v any) (any, error) {
+	// Empty values are common (no config, no errors): skip the encoder.
+	switch x := v.(type) {
+	case map[string]any:
+		if x != nil && len(x) == 0 {
+			return "{}", nil
+		}
+	case map[string]string:
+		if x != nil && len(x) == 0 {
+			return "{}", nil
+		}
+	case []connections.Error:
+		if x != nil && len(x) == 0 {
+			return "[]", nil
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %s: %w: %v", field, store.ErrInvalid, err)

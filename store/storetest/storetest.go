@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Integrations", integrationTests},
 		{"Connections", connectionTests},
 		{"ListConnections", listConnectionsTests},
+		{"Import", importTests},
 		{"Logs", logTests},
 		{"Deliveries", deliveryTests},
 		{"Copies", copyTests},
