@@ -37,8 +37,8 @@ type call struct {
 	origin *url.URL
 	// getBody returns the body again; nil when it cannot be replayed.
 	getBody func() (io.ReadCloser, error)
-	// out is the prepared upstream request of a route call.
-	out *http.Request
+	// in is the caller's request of a route call (ServeHTTP).
+	in *http.Request
 	// noFollow: redirects are returned, not followed (Client transport).
 	noFollow bool
 

@@ -295,21 +295,27 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request, environmentID 
 		p.writeError(w, r, c, err)
 		return
 	}
-	c.out = out
-	p.rp.ServeHTTP(w, r.WithContext(out.Context())) // out's context carries the call
+	c.in = r
+	// The ReverseProxy gets the prepared upstream request itself (its
+	// context carries the call): it copies that request, with only the
+	// headers that go upstream, instead of the caller's request and all of
+	// its headers, which rewrite would replace anyway.
+	p.rp.ServeHTTP(w, out)
 }
 
-// rewrite replaces the outgoing request of the ReverseProxy with the one
-// prepare built.
+// rewrite readies the ReverseProxy's copy of the request prepare built:
+// the URL and headers are prepare's, as they are (the ReverseProxy drops
+// query parameters holding a semicolon and X-Forwarded- headers), the Host
+// header comes from the URL, and the body and its length are prepare's
+// (the ReverseProxy drops or wraps a body).
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
-	out := callFrom(pr.In.Context()).out
-	pr.Out.URL = out.URL
+	pr.Out.URL = pr.In.URL
+	pr.Out.Header = pr.In.Header
 	pr.Out.Host = ""
 	pr.Out.RequestURI = ""
-	pr.Out.Header = out.Header
-	pr.Out.Body = out.Body
-	pr.Out.ContentLength = out.ContentLength
-	pr.Out.GetBody = out.GetBody
+	pr.Out.Body = pr.In.Body
+	pr.Out.ContentLength = pr.In.ContentLength
+	pr.Out.GetBody = pr.In.GetBody
 	pr.Out.TransferEncoding = nil
 	pr.Out.Close = false
 }
@@ -318,8 +324,14 @@ func (p *Proxy) roundTrip(req *http.Request) (*http.Response, error) {
 	return callFrom(req.Context()).do(req)
 }
 
+// errorHandler is the ReverseProxy's: r is the upstream request, and the
+// error is answered as one of the caller's request.
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	p.writeError(w, r, callFrom(r.Context()), err)
+	c := callFrom(r.Context())
+	if c != nil && c.in != nil {
+		r = c.in.WithContext(r.Context())
+	}
+	p.writeError(w, r, c, err)
 }
 
 // writeError writes one of our own errors; upstream failures are mapped
