@@ -128,10 +128,14 @@ type seedConfig struct {
 	progress  io.Writer
 }
 
+// seedBatch is the number of connections of each ImportBatch of seed.
+const seedBatch = 500
+
 // seed imports cfg.n OAuth 2 connections into the dev environment with
 // the library, in this process, on the server's database and key:
-// connections.Service.Import, the code behind POST /connections, with its
-// validation, sealing and operations log, without the HTTP round trip.
+// connections.Service.ImportBatch in batches of seedBatch, the code behind
+// the bulk form of POST /connections, with its validation, sealing and
+// operations log, without the HTTP round trip.
 // Their tokens expire in a year, so nothing refreshes during the bench.
 func seed(ctx context.Context, cfg seedConfig) (time.Duration, error) {
 	db, err := sql.Open("postgres", cfg.dbURL)
@@ -182,23 +186,27 @@ func seed(ctx context.Context, cfg seedConfig) (time.Duration, error) {
 	for range cfg.workers {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= cfg.n || ctx.Err() != nil {
+				from := int(next.Add(seedBatch)) - seedBatch
+				if from >= cfg.n || ctx.Err() != nil {
 					return
 				}
-				_, _, err := svc.Connections().Import(ctx, env.ID, connections.ImportInput{
-					ProviderConfigKey: benchIntegration,
-					ConnectionID:      connectionID(i),
-					AccessToken:       accessToken(i, cfg.salt),
-					RefreshToken:      "rt_" + strconv.Itoa(i) + "_" + cfg.salt,
-					ExpiresAt:         expires,
-					ConnectionConfig:  map[string]any{"path": "api"},
-				})
-				if err != nil {
-					cancel(fmt.Errorf("importing connection %d: %w", i, err))
+				to := min(from+seedBatch, cfg.n)
+				batch := make([]connections.ImportInput, 0, to-from)
+				for i := from; i < to; i++ {
+					batch = append(batch, connections.ImportInput{
+						ProviderConfigKey: benchIntegration,
+						ConnectionID:      connectionID(i),
+						AccessToken:       accessToken(i, cfg.salt),
+						RefreshToken:      "rt_" + strconv.Itoa(i) + "_" + cfg.salt,
+						ExpiresAt:         expires,
+						ConnectionConfig:  map[string]any{"path": "api"},
+					})
+				}
+				if _, err := svc.Connections().ImportBatch(ctx, env.ID, batch); err != nil {
+					cancel(fmt.Errorf("importing connections %d to %d: %w", from, to-1, err))
 					return
 				}
-				done.Add(1)
+				done.Add(int64(to - from))
 			}
 		})
 	}

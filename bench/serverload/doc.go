@@ -11,8 +11,9 @@
 // address policy open for the loopback upstream and rate limiting off
 // (-rate-limit). It creates an integration through the API and seeds -n
 // OAuth 2 connections (tokens a year from expiry, so nothing refreshes)
-// with connections.Service.Import in this process, on the server's
-// database and key, several at a time.
+// with connections.Service.ImportBatch, the bulk import, in batches of 500
+// in this process, on the server's database and key, several batches at a
+// time.
 //
 // The upstream (a handler answering a 99-byte JSON body) and the baseline,
 // a bare httputil.ReverseProxy that sets a fixed Authorization header and

@@ -105,7 +105,7 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&vars, "variants", "get,proxy,bare", "comma-separated `list` of get, proxy, bare and direct (the upstream without a proxy)")
 	fs.StringVar(&cfg.ServerBin, "server-bin", "", "an already built reference server `binary` (default: go build ./examples/server)")
 	fs.StringVar(&cfg.Repo, "repo", ".", "`directory` inside the connect repository to build the server from")
-	fs.IntVar(&cfg.SeedWorkers, "seed-workers", 8, "concurrent imports while seeding")
+	fs.IntVar(&cfg.SeedWorkers, "seed-workers", 4, "concurrent import batches while seeding")
 	fs.StringVar(&rate, "rate-limit", "off", "the server's CONNECT_RATE_LIMIT: off, or `requests` per minute per account (Postgres-backed)")
 	fs.StringVar(&cfg.JSONPath, "json", "", "also write every run and the summary to this `file` as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -295,8 +295,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
 		return nil, fmt.Errorf("%w\n%s", err, b.server.logTail())
 	}
 
-	fmt.Fprintf(out, "seeding %d connections (connections.Service.Import in this process, %d at a time, on the server's database and key)\n",
-		cfg.Connections, cfg.SeedWorkers)
+	fmt.Fprintf(out, "seeding %d connections (connections.Service.ImportBatch in this process, batches of %d, %d at a time, on the server's database and key)\n",
+		cfg.Connections, seedBatch, cfg.SeedWorkers)
 	took, err := seed(ctx, seedConfig{dbURL: dbURL, key: key, providers: providers, n: cfg.Connections,
 		workers: cfg.SeedWorkers, salt: salt, progress: out})
 	if err != nil {
