@@ -283,7 +283,10 @@ func (l *RateLimiter) maybePrune(ctx context.Context, now time.Time) error {
 // Prune deletes the counters of every window that has ended, of every
 // limiter sharing the table, and returns how many it deleted.
 func (l *RateLimiter) Prune(ctx context.Context) (int64, error) {
-	res, err := l.db.ExecContext(ctx, l.pruneSQL, l.now())
+	// Truncated to timestamptz's microseconds: Postgres would round a
+	// time less than half a microsecond before a window's end up to it,
+	// and delete the counter of a window still under way.
+	res, err := l.db.ExecContext(ctx, l.pruneSQL, l.now().Truncate(time.Microsecond))
 	if err != nil {
 		return 0, dbErr(ctx, "rate limit prune", err, nil)
 	}
