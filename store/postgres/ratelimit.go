@@ -40,32 +40,35 @@ const DefaultRateLimitMaxLease = 1000
 // waiting request.
 //
 // The block is limit/64 (at least 1) and at most Options.RateLimitMaxLease
-// ([DefaultRateLimitMaxLease], 1000). A fixed block rather than one adapted
-// to each process's traffic keeps the bounds below simple and predictable.
-// limit/64 bounds what a lease can strand to a 64th of the limit, so that a
-// handful of processes lose little of a key's quota, while a key at its
-// limit still costs at most about 64 statements per window in total (plus
-// one per process that finds the quota spent); the cap keeps that loss small
-// in absolute terms for large limits, where a statement per 1000 requests
-// already takes Postgres out of the cost of a request. The default limit of
+// ([DefaultRateLimitMaxLease], 1000). It is fixed rather than adapted to each
+// process's traffic, so that the bounds below are simple and hold whatever
+// the traffic. limit/64 keeps what a process can strand at a 64th of the
+// limit, so that a handful of processes lose little of a key's quota, while
+// a key that reaches its limit costs about 64 statements per window across
+// the fleet rather than one per request. The cap keeps the loss small in
+// absolute terms for large limits, where a statement per 1000 requests
+// already leaves Postgres out of the cost of a request. The default limit of
 // the reference server, 3000 per minute, leases 46 requests at a time. A
 // limit below 128 leases one request at a time: every admitted request is
-// counted in the table, as without leases.
+// counted in the table, as without leases, but refusals are not, once the
+// process knows the window's quota is spent.
 //
 // # Guarantees
 //
 //   - No over-admission: the grants of a key's window never add up to more
 //     than the limit, however many processes share the table, since each
-//     grant is a distinct part of the count below the limit. Processes that
-//     count one request per statement (older versions) share this
-//     arithmetic with leasing ones.
-//   - Bounded under-admission: a process strands at most block - 1 requests
-//     of a key's window (the request that takes a lease uses its first
-//     request), which the process did not admit when the window ends; with
-//     n processes the fleet admits at least limit - n×(block - 1) requests
-//     of a key in a window whose requests would exceed the limit. A lease
-//     whose statement commits after the requesting context has been
-//     cancelled (its result unread) is lost whole: up to block requests.
+//     grant is a distinct part of the count below the limit. Processes of
+//     earlier versions, which count one request per statement, can share
+//     the table during a rolling upgrade: each of their requests is such a
+//     part too.
+//   - Bounded under-admission: when a window ends, a process holds at most
+//     block - 1 requests of a key that it leased but did not admit (the
+//     request that takes a lease is its first), and that no other process
+//     can admit. With n processes, a key whose requests exceed its limit
+//     still gets at least limit - n×(block - 1) of them admitted in the
+//     window. A lease whose statement commits after the context of the
+//     request taking it has ended is lost whole, its result unread: up to
+//     block requests.
 //   - A refused request's Decision.RetryAfter is the exact time until the
 //     window it was counted in ends. Once a lease comes back short, the
 //     process refuses the key until then without a round trip.
@@ -81,8 +84,11 @@ const DefaultRateLimitMaxLease = 1000
 //     counting the key in the lease's window, so the step admits no extra
 //     requests; RetryAfter is then the time until that window ends by the
 //     stepped clock. A step back further than that is taken as a corrected
-//     clock: the key is counted in the clock's window, under whatever count
-//     the table still holds for it.
+//     clock, so that a clock that ran far ahead does not hold a key in a
+//     distant window once it is put right: the key is counted in the clock's window, under whatever count
+//     the table still holds for it (none once pruned), and when the clock
+//     comes forward again the process leases anew, leaving what remained of
+//     its earlier lease unused.
 //
 // A RateLimiter is safe for concurrent use.
 type RateLimiter struct {
