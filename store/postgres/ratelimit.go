@@ -272,7 +272,8 @@ func (l *RateLimiter) maybePrune(ctx context.Context, now time.Time) error {
 	if last != nil && now.Sub(*last) < l.window && !now.Before(*last) {
 		return nil
 	}
-	if !l.lastPrune.CompareAndSwap(last, &now) {
+	pruned := now // only a prune's time escapes, not every request's
+	if !l.lastPrune.CompareAndSwap(last, &pruned) {
 		return nil // another request prunes
 	}
 	l.mu.Lock()
