@@ -46,7 +46,10 @@
 //   - The webhook outbox: it claims due deliveries and records outcomes
 //     in batches, a session or two at a time whatever
 //     Webhooks.Concurrency is; the POSTs hold none.
-//   - The RateLimiter: one short statement per request.
+//   - The RateLimiter: one short statement per lease, a block of a key's
+//     quota for the window (limit/64 requests, at most
+//     [Options.RateLimitMaxLease]); the requests admitted from a lease, and
+//     those refused once a window's quota is spent, take none.
 //
 // When every session is busy, a request waits for one (within its
 // context's deadline) rather than opening another. Size the pool so that
@@ -92,7 +95,9 @@
 //     indexed by expires_at for pruning.
 //   - operations_log: text id primary key; indexes for each filter, newest
 //     first; a BRIN index on created_at for pruning by age.
-//   - rate_limits: the counters of [RateLimiter].
+//   - rate_limits: the counters of [RateLimiter]: per key and window, the
+//     requests leased out, which grows by whole blocks and so may pass the
+//     limit (the part of a block beyond it is not granted).
 //   - sealing_keys: the key ids that sealed values name (see
 //     store.SealedValues), kept by triggers on every table with sealed
 //     columns (an insert, or an update that moves a sealed column to

@@ -36,3 +36,10 @@ func MigrateTo(ctx context.Context, db *sql.DB, opts *Options, version int) erro
 	defer conn.Close()
 	return migrateStore(ctx, conn, o, upTo)
 }
+
+// LeasedKeys returns how many keys the limiter holds lease state for.
+func (l *RateLimiter) LeasedKeys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.keys)
+}

@@ -44,6 +44,15 @@ type Options struct {
 	// time.Now.
 	Now func() time.Time
 
+	// RateLimitMaxLease caps the lease of a [RateLimiter]: the block of a
+	// window's quota it takes from the rate_limits table in one statement
+	// and then admits requests from without a round trip. A lease is
+	// limit/64 requests (at least 1) and at most RateLimitMaxLease.
+	// Defaults to [DefaultRateLimitMaxLease] (1000); 1 counts every
+	// request in the table, as before leases. It must not be negative.
+	// See [RateLimiter] for what the size trades.
+	RateLimitMaxLease int
+
 	// DisablePreparedStatements makes the Store send every query unprepared,
 	// as lib/pq does for a query with arguments: an unnamed statement parsed
 	// on every call, in two round trips. Set it when the Store reaches
@@ -88,6 +97,7 @@ type resolved struct {
 	schema     string // unquoted
 	quoted     string // quoted identifier, safe to splice into SQL
 	now        func() time.Time
+	maxLease   int
 	noPrepared bool
 	logger     *slog.Logger
 
@@ -99,6 +109,7 @@ func (o *Options) resolve() (resolved, error) {
 	var r resolved
 	if o != nil {
 		r.schema, r.now, r.noPrepared, r.logger = o.Schema, o.Now, o.DisablePreparedStatements, o.Logger
+		r.maxLease = o.RateLimitMaxLease
 		r.maxConns, r.connMaxIdleTime, r.connMaxLifetime = o.MaxConns, o.ConnMaxIdleTime, o.ConnMaxLifetime
 	}
 	if r.logger == nil {
@@ -113,6 +124,9 @@ func (o *Options) resolve() (resolved, error) {
 	r.quoted = pq.QuoteIdentifier(r.schema)
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.maxLease == 0 {
+		r.maxLease = DefaultRateLimitMaxLease
 	}
 	return r, nil
 }
