@@ -69,6 +69,7 @@ type config struct {
 	AdminURL      string        `json:"-"`
 	Connections   int           `json:"connections"`
 	Duration      time.Duration `json:"duration_ns"`
+	Slice         time.Duration `json:"slice_ns"`
 	Warmup        time.Duration `json:"warmup_ns"`
 	Rounds        int           `json:"rounds"`
 	Concurrencies []int         `json:"concurrencies"`
@@ -97,8 +98,9 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	var cfg config
 	var conc, vars, rate string
 	fs.StringVar(&cfg.AdminURL, "db", "", "`URL` of a Postgres database the bench creates its database from (default $TEST_DATABASE_URL)")
-	fs.IntVar(&cfg.Connections, "n", 100_000, "`connections` to seed; each request is for a random one of them")
+	fs.IntVar(&cfg.Connections, "n", 1000, "`connections` to seed; each request is for a random one of them (with 100000, most proxy requests miss its 5 s connection cache)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each measured run (at least 10s lets the proxy's 5 s connection cache and the 10 s API-key cache expire in every run)")
+	fs.DurationVar(&cfg.Slice, "slice", time.Second, "the variants of a round take turns for this long each until each has run -duration, so that they share the machine's load (-slice as long as -duration runs them one after the other)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "warm-up of each variant at the highest concurrency, before the rounds (0 for none)")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds: each runs every variant at every concurrency once")
 	fs.StringVar(&conc, "c", "1,64", "comma-separated `list` of concurrencies (clients, each with one request in flight)")
@@ -124,9 +126,10 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	if cfg.Connections < 1 || cfg.Rounds < 1 || cfg.SeedWorkers < 1 {
 		return cfg, errors.New("-n, -rounds and -seed-workers must be at least 1")
 	}
-	if cfg.Duration <= 0 || cfg.Warmup < 0 {
-		return cfg, errors.New("-duration must be positive and -warmup not negative")
+	if cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.Slice <= 0 {
+		return cfg, errors.New("-duration and -slice must be positive and -warmup not negative")
 	}
+	cfg.Slice = min(cfg.Slice, cfg.Duration)
 	for _, s := range splitList(conc) {
 		c, err := strconv.Atoi(s)
 		if err != nil || c < 1 || c > 4096 {
@@ -385,8 +388,8 @@ func createIntegration(ctx context.Context, serverURL, apiKey string) error {
 // measureAll runs the warm-up, then the rounds.
 func (b *bench) measureAll(ctx context.Context, rep *report) error {
 	cfg := b.cfg
-	fmt.Fprintf(b.out, "%d rounds of %s per run; every request for a random one of %d connections; CPU in µs per request\n",
-		cfg.Rounds, cfg.Duration, cfg.Connections)
+	fmt.Fprintf(b.out, "%d rounds of %s per run, the variants of a round taking turns of %s; every request for a random one of %d connections; CPU in µs per request\n",
+		cfg.Rounds, cfg.Duration, cfg.Slice, cfg.Connections)
 	printRunHeader(b.out)
 	if cfg.Warmup > 0 {
 		top := slices.Max(cfg.Concurrencies)
@@ -404,16 +407,86 @@ func (b *bench) measureAll(ctx context.Context, rep *report) error {
 			// follows the same one.
 			k := (round - 1) % len(cfg.Variants)
 			order := append(slices.Clone(cfg.Variants[k:]), cfg.Variants[:k]...)
-			for _, name := range order {
-				r, err := b.measure(ctx, round, name, c, cfg.Duration)
-				if err != nil {
-					return err
-				}
-				rep.Runs = append(rep.Runs, r)
+			runs, err := b.measureRound(ctx, round, order, c)
+			if err != nil {
+				return err
 			}
+			rep.Runs = append(rep.Runs, runs...)
 		}
 	}
 	return nil
+}
+
+// measureRound runs each variant of order at concurrency conc for
+// -duration, in turns of -slice (variant after variant, over and over), so
+// that a change in the machine's load during the round falls on all of
+// them; each variant's slices add up to its run.
+func (b *bench) measureRound(ctx context.Context, round int, order []string, conc int) ([]runResult, error) {
+	acc := make([]sliceSum, len(order))
+	for left := b.cfg.Duration; left > 0; left -= b.cfg.Slice {
+		d := min(b.cfg.Slice, left)
+		for i, name := range order {
+			before, err := b.snapshot(ctx)
+			if err != nil {
+				return nil, err
+			}
+			lr, err := drive(ctx, b.variants[name], conc, b.cfg.Connections, d,
+				uint64(round)<<48|uint64(conc)<<32|uint64(left/time.Millisecond))
+			if err != nil {
+				return nil, err
+			}
+			after, err := b.snapshot(ctx)
+			if err != nil {
+				return nil, err
+			}
+			acc[i].add(lr, before, after)
+		}
+	}
+	runs := make([]runResult, len(order))
+	for i, name := range order {
+		slices.Sort(acc[i].lr.latencies)
+		r := newRunResult(round, name, conc, acc[i].lr, acc[i].before, acc[i].after)
+		if err := b.finishRun(r, acc[i].lr); err != nil {
+			return nil, err
+		}
+		runs[i] = r
+	}
+	return runs, nil
+}
+
+// sliceSum adds up the slices of one variant's run: their requests and
+// latencies, and what the snapshots around each slice counted (before
+// holds zeros and after the sums, as newRunResult expects).
+type sliceSum struct {
+	lr            loadResult
+	before, after snapshot
+}
+
+func (s *sliceSum) add(lr loadResult, before, after snapshot) {
+	if s.after.cpu == nil {
+		s.before = snapshot{cpu: map[string]time.Duration{}}
+		s.after = snapshot{cpu: map[string]time.Duration{}}
+	}
+	s.lr.latencies = append(s.lr.latencies, lr.latencies...)
+	s.lr.requests += lr.requests
+	s.lr.errors += lr.errors
+	s.lr.bad += lr.bad
+	s.lr.redials += lr.redials
+	s.lr.elapsed += lr.elapsed
+	if room := 5 - len(s.lr.samples); room > 0 {
+		s.lr.samples = append(s.lr.samples, lr.samples[:min(room, len(lr.samples))]...)
+	}
+	for k, v := range after.cpu {
+		s.after.cpu[k] += v - before.cpu[k]
+	}
+	if before.pg.Sessions < 0 || after.pg.Sessions < 0 || s.after.pg.Sessions < 0 {
+		s.before.pg.Sessions, s.after.pg.Sessions = -1, -1
+	} else {
+		s.after.pg.Sessions += after.pg.Sessions - before.pg.Sessions
+	}
+	s.after.pg.Backends = after.pg.Backends
+	s.after.upstream.Conns += after.upstream.Conns - before.upstream.Conns
+	s.after.upstream.Requests += after.upstream.Requests - before.upstream.Requests
 }
 
 // snapshot is what is read before and after a run.
@@ -466,18 +539,23 @@ func (b *bench) measure(ctx context.Context, round int, name string, conc int, d
 		return runResult{}, err
 	}
 	r := newRunResult(round, name, conc, lr, before, after)
+	return r, b.finishRun(r, lr)
+}
+
+// finishRun prints a run and fails on any error or unexpected answer.
+func (b *bench) finishRun(r runResult, lr loadResult) error {
 	printRun(b.out, r)
 	if b.cfg.afterRun != nil {
 		b.cfg.afterRun(r)
 	}
 	if lr.errors > 0 || lr.bad > 0 {
-		return r, fmt.Errorf("%s at c=%d: %d requests failed and %d got an unexpected answer (of %d); first: %s\nserver log:\n%s",
-			name, conc, lr.errors, lr.bad, lr.requests+lr.errors+lr.bad, strings.Join(lr.samples, "; "), b.server.logTail())
+		return fmt.Errorf("%s at c=%d: %d requests failed and %d got an unexpected answer (of %d); first: %s\nserver log:\n%s",
+			r.Variant, r.Concurrency, lr.errors, lr.bad, lr.requests+lr.errors+lr.bad, strings.Join(lr.samples, "; "), b.server.logTail())
 	}
 	if lr.requests == 0 {
-		return r, fmt.Errorf("%s at c=%d: no request completed in %s", name, conc, d)
+		return fmt.Errorf("%s at c=%d: no request completed in %.1fs", r.Variant, r.Concurrency, r.Seconds)
 	}
-	return r, nil
+	return nil
 }
 
 // serverWarnings returns the server's log lines at level WARN or ERROR.

@@ -72,7 +72,7 @@ func builtServer(t *testing.T) string {
 func TestBench(t *testing.T) {
 	db := adminURL(t)
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
-	cfg, err := parseFlags([]string{"-n", "30", "-duration", "300ms", "-warmup", "100ms", "-rounds", "2",
+	cfg, err := parseFlags([]string{"-n", "30", "-duration", "300ms", "-slice", "100ms", "-warmup", "100ms", "-rounds", "2",
 		"-c", "1,3", "-variants", "get,proxy,bare,direct", "-seed-workers", "3", "-json", jsonPath,
 		"-server-bin", builtServer(t)}, env(db))
 	if err != nil {
@@ -87,6 +87,12 @@ func TestBench(t *testing.T) {
 
 	if len(rep.Warmup) != 4 || len(rep.Runs) != 2*2*4 {
 		t.Fatalf("%d warm-up runs and %d runs, want 4 and 16", len(rep.Warmup), len(rep.Runs))
+	}
+	for _, r := range rep.Runs {
+		// Each run is three slices of 100 ms, taken in turns.
+		if r.Seconds < 0.3 {
+			t.Errorf("run %+v lasted %.3fs, want its three slices of 100ms", r, r.Seconds)
+		}
 	}
 	cpu := map[string]float64{}
 	for _, r := range append(rep.Warmup, rep.Runs...) {

@@ -122,15 +122,16 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Connections != 100_000 || cfg.Duration != 10*time.Second || cfg.Rounds != 3 ||
+	if cfg.Connections != 1000 || cfg.Duration != 10*time.Second || cfg.Slice != time.Second || cfg.Rounds != 3 ||
 		!equal(cfg.Concurrencies, []int{1, 64}) || !equal(cfg.Variants, []string{"get", "proxy", "bare"}) || cfg.RateLimit != -1 {
 		t.Errorf("defaults: %+v", cfg)
 	}
-	cfg, err = parseFlags([]string{"-db", "postgres://h/db", "-n", "5", "-c", "2, 8", "-variants", "bare,direct", "-rate-limit", "100000"}, env("postgres://other/db"))
+	cfg, err = parseFlags([]string{"-db", "postgres://h/db", "-n", "5", "-c", "2, 8", "-variants", "bare,direct", "-rate-limit", "100000",
+		"-duration", "3s", "-slice", "5s"}, env("postgres://other/db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.AdminURL != "postgres://h/db" || cfg.Connections != 5 || !equal(cfg.Concurrencies, []int{2, 8}) ||
+	if cfg.AdminURL != "postgres://h/db" || cfg.Connections != 5 || cfg.Slice != 3*time.Second || !equal(cfg.Concurrencies, []int{2, 8}) ||
 		!equal(cfg.Variants, []string{"bare", "direct"}) || cfg.RateLimit != 100000 {
 		t.Errorf("flags: %+v", cfg)
 	}
@@ -146,6 +147,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-variants", "get,get"}, "postgres://h/db", "twice"},
 		{[]string{"-rate-limit", "0"}, "postgres://h/db", "-rate-limit"},
 		{[]string{"-duration", "0s"}, "postgres://h/db", "-duration"},
+		{[]string{"-slice", "0s"}, "postgres://h/db", "-slice"},
 		{[]string{"-n", "0"}, "postgres://h/db", "-n"},
 		{[]string{"extra"}, "postgres://h/db", "unexpected arguments"},
 	} {

@@ -10,12 +10,22 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/internal/batch"
 	"github.com/embedauth/connect/store"
 )
 
 // DefaultConnectionsLimit is the number of connections ListConnections
 // returns when the filter's Limit is 0.
 const DefaultConnectionsLimit = 1000
+
+// Batched reads of connections (see Store.GetConnection).
+const (
+	// DefaultReadsInFlight is how many batched reads of connections run at
+	// the same time; calls that come meanwhile wait for the next batch.
+	DefaultReadsInFlight = 2
+	// DefaultReadBatch caps the connections of one batched read.
+	DefaultReadBatch = 64
+)
 
 const connectionColumns = `id, environment_id, integration_key, connection_id, provider,
 	connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
@@ -145,17 +155,96 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 var qGetConnection = newPreparedQuery(`SELECT ` + connectionColumns + ` FROM {s}.connections
 	WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`)
 
+// qGetConnections reads many connections by identity: the keys come as
+// three arrays of the same length.
+var qGetConnections = newPreparedQuery(`SELECT ` + connectionColumns + `
+	FROM unnest($1::bigint[], $2::text[], $3::text[]) AS k(environment_id, integration_key, connection_id)
+	JOIN {s}.connections USING (environment_id, integration_key, connection_id)`)
+
 // GetConnection returns the connection or store.ErrNotFound.
+//
+// Outside a transaction, the reads of concurrent calls are coalesced: a
+// call made while [DefaultReadsInFlight] reads of connections run waits
+// for the next one, which reads every connection asked for meanwhile (up
+// to [DefaultReadBatch]) with one query. A call made alone runs its query
+// at once. Each call still reads after it was made, so a change committed
+// before the call is always seen.
 func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error) {
+	k := connKey{environmentID, integrationKey, connectionID}
+	if _, inTx := liveTx(ctx, s.raw); !inTx && s.reads != nil {
+		r, err := s.reads.Do(ctx, k)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+				return nil, dbErr(ctx, "get connection", err, nil)
+			}
+			return nil, err // readConnections' own
+		}
+		return r.connection()
+	}
+	r, err := s.getConnectionRow(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return r.connection()
+}
+
+// connKey is the identity of a connection.
+type connKey struct {
+	env     int64
+	key, id string
+}
+
+// getConnectionRow reads one connection.
+func (s *Store) getConnectionRow(ctx context.Context, k connKey) (*connectionRow, error) {
 	var r connectionRow
-	err := s.get(ctx, qGetConnection, &r, environmentID, integrationKey, connectionID)
+	err := s.get(ctx, qGetConnection, &r, k.env, k.key, k.id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("connection %q", connectionID)
+		return nil, notFound("connection %q", k.id)
 	}
 	if err != nil {
 		return nil, dbErr(ctx, "get connection", err, nil)
 	}
-	return r.connection()
+	return &r, nil
+}
+
+// readConnections is the Run of the Store's batched reads: one key reads
+// as GetConnection does in a transaction, more read with qGetConnections.
+// A key without a row is store.ErrNotFound.
+func (s *Store) readConnections(ctx context.Context, keys []connKey) ([]batch.Result[*connectionRow], error) {
+	out := make([]batch.Result[*connectionRow], len(keys))
+	if len(keys) == 1 {
+		r, err := s.getConnectionRow(ctx, keys[0])
+		out[0] = batch.Result[*connectionRow]{V: r, Err: err}
+		return out, nil
+	}
+	envs := make([]int64, len(keys))
+	ikeys := make([]string, len(keys))
+	ids := make([]string, len(keys))
+	index := make(map[connKey]int, len(keys))
+	for i, k := range keys {
+		envs[i], ikeys[i], ids[i] = k.env, k.key, k.id
+		index[k] = i
+	}
+	found := make([]bool, len(keys))
+	err := s.queryRows(ctx, qGetConnections, func(rows *sql.Rows) error {
+		r := new(connectionRow)
+		if err := rows.Scan(r.scanTargets()...); err != nil {
+			return err
+		}
+		if i, ok := index[connKey{r.EnvironmentID, r.IntegrationKey, r.ConnectionID}]; ok {
+			out[i].V, found[i] = r, true
+		}
+		return nil
+	}, pq.Array(envs), pq.Array(ikeys), pq.Array(ids))
+	if err != nil {
+		return nil, dbErr(ctx, "get connections", err, nil)
+	}
+	for i, k := range keys {
+		if !found[i] {
+			out[i].Err = notFound("connection %q", k.id)
+		}
+	}
+	return out, nil
 }
 
 // qListConnections is completed with the conditions, order and limits of

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"database/sql"
+
+	"github.com/embedauth/connect/connections"
 )
 
 // MigrateWithoutRiver is Migrate without River's tables, for the tests of
@@ -42,4 +44,28 @@ func (l *RateLimiter) LeasedKeys() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.keys)
+}
+
+// PendingReads returns the GetConnection calls waiting for a batched read.
+func (s *Store) PendingReads() int { return s.reads.Pending() }
+
+// ReadConnections runs one batched read of connections, as GetConnection's
+// batches do: result i is keys[i]'s connection or its error.
+func (s *Store) ReadConnections(ctx context.Context, keys [][3]any) ([]*connections.Connection, []error, error) {
+	ks := make([]connKey, len(keys))
+	for i, k := range keys {
+		ks[i] = connKey{k[0].(int64), k[1].(string), k[2].(string)}
+	}
+	res, err := s.readConnections(ctx, ks)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]*connections.Connection, len(res))
+	errs := make([]error, len(res))
+	for i, r := range res {
+		if errs[i] = r.Err; r.Err == nil {
+			out[i], errs[i] = r.V.connection()
+		}
+	}
+	return out, errs, nil
 }

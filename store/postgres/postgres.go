@@ -21,6 +21,7 @@ import (
 	"github.com/lib/pq/pqerror"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/internal/batch"
 	"github.com/embedauth/connect/store"
 )
 
@@ -140,6 +141,7 @@ type Store struct {
 	sqls  []string   // the text of each query in the schema, by query id
 	stmts *stmtCache // nil when prepared statements are disabled
 	pool  *poolWatch
+	reads *batch.Batcher[connKey, *connectionRow] // GetConnection outside transactions
 }
 
 // New returns a Store on db whose tables live in opts.Schema. It does not
@@ -168,6 +170,8 @@ func New(db *sql.DB, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{raw: db, db: sqlx.NewDb(db, "postgres"), sqls: schemaSQL(o.quoted), pool: newPoolWatch(db, o.logger)}
+	s.reads = batch.New(batch.Config[connKey, *connectionRow]{
+		Run: s.readConnections, MaxBatch: DefaultReadBatch, MaxInFlight: DefaultReadsInFlight})
 	if !o.noPrepared {
 		s.stmts = &stmtCache{lazy: make([]lazyStmt, len(queries))}
 	}

@@ -173,6 +173,31 @@ func (s *Store) sel(ctx context.Context, q *query, dest any, args ...any) error 
 	return st.SelectContext(ctx, dest, args...)
 }
 
+// queryRows runs q and calls scan for each row it returns.
+func (s *Store) queryRows(ctx context.Context, q *query, scan func(*sql.Rows) error, args ...any) error {
+	st, bound, err := s.acquire(ctx, q)
+	if err != nil {
+		return err
+	}
+	var rows *sql.Rows
+	if st == nil {
+		rows, err = s.ext(ctx).QueryContext(ctx, s.sqls[q.id], args...)
+	} else {
+		defer s.release(st, bound)
+		rows, err = st.QueryContext(ctx, args...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // exec runs q, which returns no rows.
 func (s *Store) exec(ctx context.Context, q *query, args ...any) (sql.Result, error) {
 	st, bound, err := s.acquire(ctx, q)
