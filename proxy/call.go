@@ -37,8 +37,6 @@ type call struct {
 	origin *url.URL
 	// getBody returns the body again; nil when it cannot be replayed.
 	getBody func() (io.ReadCloser, error)
-	// in is the caller's request of a route call (ServeHTTP).
-	in *http.Request
 	// noFollow: redirects are returned, not followed (Client transport).
 	noFollow bool
 

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -163,7 +162,7 @@ type Proxy struct {
 	base   http.RoundTripper
 	hop    *hopTransport
 	client *http.Client // for go-retryablehttp: the call's own redirects, never net/http's
-	rp     *httputil.ReverseProxy
+	bufs   sync.Pool    // *[]byte of 32 KiB, to copy response bodies
 }
 
 // New validates cfg and builds a Proxy.
@@ -221,14 +220,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.client = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return callFrom(r.Context()).follow(r)
 	}), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		Transport:      roundTripFunc(p.roundTrip),
-		ModifyResponse: func(resp *http.Response) error { return callFrom(resp.Request.Context()).finish(resp) },
-		ErrorHandler:   p.errorHandler,
-		BufferPool:     newBufferPool(),
-		ErrorLog:       slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-	}
+	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	return p, nil
 }
 
@@ -251,16 +243,6 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// bufferPool recycles the 32 KiB buffers that copy response bodies.
-type bufferPool struct{ pool sync.Pool }
-
-func newBufferPool() *bufferPool {
-	return &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
-}
-
-func (bp *bufferPool) Get() []byte  { return *(bp.pool.Get().(*[]byte)) }
-func (bp *bufferPool) Put(b []byte) { bp.pool.Put(&b) }
-
 type callKey struct{}
 
 func callFrom(ctx context.Context) *call {
@@ -271,8 +253,9 @@ func callFrom(ctx context.Context) *call {
 // ServeHTTP serves one proxy request of the environment: the routing and
 // option headers (see ParseHeaders), the endpoint after "/proxy" in the
 // request path, the query, the headers prefixed Nango-Proxy- and the body
-// go upstream; the upstream's status, headers and body come back streamed
-// and unchanged. The caller has authenticated the request.
+// go upstream; the upstream's status, headers (but the hop-by-hop ones),
+// body and trailers come back streamed and unchanged (informational 1xx
+// answers aside). The caller has authenticated the request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request, environmentID int64) {
 	key, id, opts, err := ParseHeaders(r.Header, p.cfg.MaxRetries)
 	if err != nil {
@@ -295,43 +278,108 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request, environmentID 
 		p.writeError(w, r, c, err)
 		return
 	}
-	c.in = r
-	// The ReverseProxy gets the prepared upstream request itself (its
-	// context carries the call): it copies that request, with only the
-	// headers that go upstream, instead of the caller's request and all of
-	// its headers, which rewrite would replace anyway.
-	p.rp.ServeHTTP(w, out)
-}
-
-// rewrite readies the ReverseProxy's copy of the request prepare built:
-// the URL and headers are prepare's, as they are (the ReverseProxy drops
-// query parameters holding a semicolon and X-Forwarded- headers), the Host
-// header comes from the URL, and the body and its length are prepare's
-// (the ReverseProxy drops or wraps a body).
-func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
-	pr.Out.URL = pr.In.URL
-	pr.Out.Header = pr.In.Header
-	pr.Out.Host = ""
-	pr.Out.RequestURI = ""
-	pr.Out.Body = pr.In.Body
-	pr.Out.ContentLength = pr.In.ContentLength
-	pr.Out.GetBody = pr.In.GetBody
-	pr.Out.TransferEncoding = nil
-	pr.Out.Close = false
-}
-
-func (p *Proxy) roundTrip(req *http.Request) (*http.Response, error) {
-	return callFrom(req.Context()).do(req)
-}
-
-// errorHandler is the ReverseProxy's: r is the upstream request, and the
-// error is answered as one of the caller's request.
-func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	c := callFrom(r.Context())
-	if c != nil && c.in != nil {
-		r = c.in.WithContext(r.Context())
+	resp, err := c.do(out)
+	if err == nil {
+		if err = c.finish(resp); err != nil {
+			resp.Body.Close()
+		}
 	}
-	p.writeError(w, r, c, err)
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		resp.Body.Close()
+		err = errSwitchingProtocols
+	}
+	if err != nil {
+		p.writeError(w, r, c, err)
+		return
+	}
+	p.writeResponse(w, r, resp)
+}
+
+var errSwitchingProtocols = errors.New("proxy: the upstream switched protocols, which the proxy does not carry")
+
+// writeResponse streams the upstream's response to the caller: its status,
+// its headers but the hop-by-hop ones, its body (flushed as it comes when
+// its length is unknown or it is an event stream) and its trailers. When
+// the body fails once the status is written, the caller's connection is
+// cut (http.ErrAbortHandler), so that a truncated body never passes for a
+// whole one.
+func (p *Proxy) writeResponse(w http.ResponseWriter, r *http.Request, resp *http.Response) {
+	defer resp.Body.Close()
+	removeHopByHop(resp.Header)
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = append(h[k], vv...)
+	}
+	announced := len(resp.Trailer)
+	if announced > 0 {
+		names := make([]string, 0, announced)
+		for k := range resp.Trailer {
+			names = append(names, k)
+		}
+		h.Add("Trailer", strings.Join(names, ", "))
+	}
+	w.WriteHeader(resp.StatusCode)
+	if err := p.copyBody(w, resp); err != nil {
+		if r.Context().Value(http.ServerContextKey) != nil {
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	resp.Body.Close() // now, to read the trailers
+	if len(resp.Trailer) == 0 {
+		return
+	}
+	// A flush forces chunking, without which there is no trailer.
+	_ = http.NewResponseController(w).Flush()
+	prefix := ""
+	if len(resp.Trailer) != announced {
+		prefix = http.TrailerPrefix
+	}
+	for k, vv := range resp.Trailer {
+		for _, v := range vv {
+			h.Add(prefix+k, v)
+		}
+	}
+}
+
+// copyBody copies the response body to w with a pooled buffer. A body of
+// unknown length (a stream) or an event stream is flushed after every
+// read, so that the caller gets each part when the upstream sends it.
+func (p *Proxy) copyBody(w http.ResponseWriter, resp *http.Response) error {
+	var flush func() error
+	if resp.ContentLength == -1 || isEventStream(resp.Header.Get("Content-Type")) {
+		flush = http.NewResponseController(w).Flush
+	}
+	bp := p.bufs.Get().(*[]byte)
+	defer p.bufs.Put(bp)
+	buf := *bp
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			if flush != nil {
+				if err := flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+					return err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, context.Canceled) {
+				p.cfg.Logger.Warn("proxy: reading the upstream's body failed; the caller's connection is cut", "err", describe(rerr))
+			}
+			return rerr
+		}
+	}
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
 // writeError writes one of our own errors; upstream failures are mapped
@@ -711,6 +759,10 @@ func forwardHeaders(in http.Header, opts Options) http.Header {
 	}
 	if opts.Decompress {
 		h.Set("Accept-Encoding", "gzip, deflate")
+	}
+	if _, ok := h["User-Agent"]; !ok {
+		// None rather than Go's own.
+		h["User-Agent"] = []string{""}
 	}
 	return h
 }
