@@ -125,6 +125,22 @@
 // they come back in UTC. Plaintext Credentials and Custom fields are never
 // written; their Sealed* counterparts are stored verbatim.
 //
+// # Batched reads of connections
+//
+// [Store.GetConnection] outside a transaction coalesces concurrent calls:
+// a call made while [DefaultReadsInFlight] reads of connections run waits
+// for the next read, which fetches every connection asked for meanwhile (up
+// to [DefaultReadBatch]) with one query joining the connections table to
+// the arrays of their identities. A call made alone reads at once, alone, so
+// a quiet server waits for nothing; a loaded one (the proxy with most
+// connections not cached, GET /connections/{id}) spends its round trips and
+// Postgres' per-statement work on many rows at a time: 100,000 connections
+// read at random at 64 clients went from about 9,400 to 27,000 GET
+// /connections/{id} a second on a 2-core machine shared with Postgres. Each
+// call still reads after it was made, so a change committed before it is
+// always seen. Inside [Store.WithTx] the read runs on the transaction, as
+// every other query does.
+//
 // # Prepared statements
 //
 // The hottest queries (GetConnection, UpdateConnection, CountConnections,
