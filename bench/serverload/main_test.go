@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/embedauth/connect/internal/pgtest"
 )
 
 // TestMain lets the test binary play the helper roles, as the bench binary
@@ -24,17 +26,10 @@ func TestMain(m *testing.M) {
 }
 
 // adminURL returns TEST_DATABASE_URL, or skips (fails with
-// CONNECT_REQUIRE_POSTGRES=1) without it.
+// CONNECT_REQUIRE_POSTGRES=1) without it, as every Postgres test does.
 func adminURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("TEST_DATABASE_URL")
-	if u == "" {
-		if os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("TEST_DATABASE_URL is not set and CONNECT_REQUIRE_POSTGRES=1")
-		}
-		t.Skip("TEST_DATABASE_URL is not set")
-	}
-	return u
+	return pgtest.URL(t)
 }
 
 var (
