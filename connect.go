@@ -210,9 +210,29 @@ type Config struct {
 	// this long. Concurrent calls to a connection that is not cached read
 	// it once, and a connection in use is read again in the background
 	// during the last quarter of this TTL, so calls do not wait for the
-	// Store when it expires. At most 10,000 connections are cached.
-	// Defaults to 5 seconds; negative disables the cache.
+	// Store when it expires. Defaults to 5 seconds; negative disables the
+	// cache.
+	//
+	// A started Service whose Store has a change feed (store.ChangeFeed:
+	// store/postgres has one) follows it instead and reuses connections
+	// for up to ProxyCacheMaxAge: a change made through any instance then
+	// drops the cached copies within about ChangePollInterval. ProxyCacheTTL
+	// applies again while the Service is stopped and whenever the feed
+	// cannot be read for longer than ProxyCacheTTL.
 	ProxyCacheTTL time.Duration
+	// ProxyCacheMaxAge is how long the proxy reuses a connection while the
+	// Service follows the Store's change feed (see ProxyCacheTTL). A token
+	// about to expire is still never reused. Defaults to
+	// DefaultProxyCacheMaxAge (5 minutes); negative keeps ProxyCacheTTL
+	// always.
+	ProxyCacheMaxAge time.Duration
+	// ProxyCacheEntries bounds the number of connections the proxy caches
+	// (each takes about 2 KiB with its credentials). Defaults to
+	// DefaultProxyCacheEntries (100,000).
+	ProxyCacheEntries int
+	// ChangePollInterval is how often a started Service reads the Store's
+	// change feed (see ProxyCacheTTL). Defaults to 1 second.
+	ChangePollInterval time.Duration
 
 	// CredentialCheckTimeout bounds the request that checks the
 	// credentials an end user enters through a connect session (the
@@ -285,6 +305,10 @@ type Service struct {
 	// has ended.
 	stopSweeps context.CancelFunc
 	sweepsDone chan struct{}
+	// stopWatch ends the change feed's watcher (nil when none runs);
+	// watchDone is closed when it has ended.
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
 }
 
 // New validates cfg and builds a Service. It does not touch the database:
@@ -363,6 +387,18 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaintenanceInterval == 0 {
 		cfg.MaintenanceInterval = DefaultMaintenanceInterval
+	}
+	if cfg.ProxyCacheEntries < 0 || cfg.ChangePollInterval < 0 {
+		return nil, errors.New("connect: Config.ProxyCacheEntries and Config.ChangePollInterval must not be negative")
+	}
+	if cfg.ProxyCacheEntries == 0 {
+		cfg.ProxyCacheEntries = DefaultProxyCacheEntries
+	}
+	if cfg.ProxyCacheMaxAge == 0 {
+		cfg.ProxyCacheMaxAge = DefaultProxyCacheMaxAge
+	}
+	if cfg.ChangePollInterval == 0 {
+		cfg.ChangePollInterval = DefaultChangePollInterval
 	}
 	if cfg.OAuthFlowTTL < 0 {
 		return nil, errors.New("connect: Config.OAuthFlowTTL must not be negative")
@@ -525,6 +561,11 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("connect: start scheduler: %w", err)
 	}
 	s.started = true
+	if w := s.newChangeWatcher(); w != nil {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.stopWatch, s.watchDone = cancel, make(chan struct{})
+		go s.watchChanges(wctx, w, s.watchDone)
+	}
 	if s.cfg.MaintenanceInterval > 0 {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		s.stopSweeps, s.sweepsDone = cancel, make(chan struct{})
@@ -543,6 +584,9 @@ type SweepResult struct {
 	// and OAuth flows deleted.
 	SessionsDeleted int
 	FlowsDeleted    int
+	// ChangesPruned counts the changes pruned from the Store's change
+	// feed (store.ChangeFeed), kept for an hour.
+	ChangesPruned int
 }
 
 // Sweep runs one maintenance pass now (a started Service runs one every
@@ -550,7 +594,7 @@ type SweepResult struct {
 // within plus RefreshThreshold (the window) and has at most half of its
 // lifetime left, unless it was obtained less than one window ago
 // (connections.SweepDue), and deletes expired connect sessions and OAuth
-// flows.
+// flows, and the changes of the Store's change feed older than an hour.
 func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult, error) {
 	var res SweepResult
 	var err error
@@ -569,6 +613,12 @@ func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult,
 	res.FlowsDeleted, err = s.store.DeleteExpiredOAuthFlows(ctx, s.cfg.Now().UTC().Add(-time.Hour), 0)
 	if err != nil {
 		return res, fmt.Errorf("connect: pruning OAuth flows: %w", err)
+	}
+	if feed, ok := s.store.(store.ChangeFeed); ok {
+		res.ChangesPruned, err = feed.PruneConnectionChanges(ctx, s.cfg.Now().UTC().Add(-changeRetention))
+		if err != nil {
+			return res, fmt.Errorf("connect: pruning the change feed: %w", err)
+		}
 	}
 	return res, nil
 }
@@ -592,9 +642,9 @@ func (s *Service) sweepLoop(ctx context.Context, done chan struct{}) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.logger.ErrorContext(ctx, "maintenance sweep failed", "err", err)
-		case err == nil && (res.Refresh.Checked > 0 || res.SessionsDeleted > 0 || res.FlowsDeleted > 0):
+		case err == nil && (res.Refresh.Checked > 0 || res.SessionsDeleted > 0 || res.FlowsDeleted > 0 || res.ChangesPruned > 0):
 			s.logger.InfoContext(ctx, "maintenance sweep", "checked", res.Refresh.Checked, "refreshed", res.Refresh.Refreshed,
-				"failed", res.Refresh.Failed, "sessions_deleted", res.SessionsDeleted, "flows_deleted", res.FlowsDeleted)
+				"failed", res.Refresh.Failed, "sessions_deleted", res.SessionsDeleted, "flows_deleted", res.FlowsDeleted, "changes_pruned", res.ChangesPruned)
 		}
 		wait = every
 	}
@@ -619,6 +669,14 @@ func (s *Service) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 		s.stopSweeps, s.sweepsDone = nil, nil
+	}
+	if s.stopWatch != nil {
+		s.stopWatch()
+		select {
+		case <-s.watchDone:
+		case <-ctx.Done():
+		}
+		s.stopWatch, s.watchDone = nil, nil
 	}
 	// Webhook delivery first: it stops claiming at once and its attempts
 	// in flight end (or are cut short) within ctx, while the delivery jobs

@@ -16,11 +16,18 @@ import (
 	"github.com/embedauth/connect/store"
 )
 
-// DefaultProxyCacheTTL is the default of Config.ProxyCacheTTL.
-const DefaultProxyCacheTTL = 5 * time.Second
-
-// maxProxyCacheEntries bounds the proxy's connection cache.
-const maxProxyCacheEntries = 10000
+// Defaults of the proxy's connection cache.
+const (
+	// DefaultProxyCacheTTL is the default of Config.ProxyCacheTTL.
+	DefaultProxyCacheTTL = 5 * time.Second
+	// DefaultProxyCacheMaxAge is the default of Config.ProxyCacheMaxAge.
+	DefaultProxyCacheMaxAge = 5 * time.Minute
+	// DefaultProxyCacheEntries is the default of Config.ProxyCacheEntries.
+	DefaultProxyCacheEntries = 100000
+	// DefaultChangePollInterval is the default of
+	// Config.ChangePollInterval.
+	DefaultChangePollInterval = time.Second
+)
 
 func (s *Service) setupProxy() error {
 	pc := s.cfg.Proxy
@@ -131,7 +138,9 @@ func (s *Service) loadTarget(ctx context.Context, k proxyKey, force bool) (*prox
 			}
 		}
 	}
-	return t, nil
+	// The cache keeps the lean form: what calls inject, computed now, and
+	// not the parts of the connection they no longer read.
+	return s.proxy.Prime(t), nil
 }
 
 // refreshThreshold is how long before expiry a provider's tokens are
@@ -181,7 +190,9 @@ func needsClient(p *integrations.Provider, c *connections.Connection) bool {
 // Config.ProxyCacheTTL (DefaultProxyCacheTTL by default, none when
 // negative), an entry whose token is due for refresh
 // (connections.RefreshDue) is never served, a refresh that finds the
-// connection gone drops it, and at most maxProxyCacheEntries are kept.
+// connection gone drops it, and at most Config.ProxyCacheEntries are kept.
+// While a started Service follows the Store's change feed, the TTL is
+// Config.ProxyCacheMaxAge (see watchChanges).
 func (s *Service) newProxyCache() *cache.Cache[proxyKey, *proxy.Target] {
 	ttl := s.cfg.ProxyCacheTTL
 	if ttl == 0 {
@@ -200,7 +211,7 @@ func (s *Service) newProxyCache() *cache.Cache[proxyKey, *proxy.Target] {
 			s.logger.Warn("proxy: refreshing a cached connection failed; its cached copy serves until it expires",
 				"environment_id", k.env, "integration", k.key, "connection_id", k.id, "err", err)
 		},
-		MaxEntries: maxProxyCacheEntries,
+		MaxEntries: s.cfg.ProxyCacheEntries,
 		Now:        s.cfg.Now,
 	})
 }

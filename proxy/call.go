@@ -664,3 +664,40 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return h.p.base.RoundTrip(r)
 }
+
+// Prime computes, once, what calls to t inject and the provider's base URL
+// they go to, and returns a Target that carries them with a lean copy of
+// the connection: its identity, auth mode and credentials, without its
+// connection config, metadata, tags, errors, sealed form or raw token
+// response, which calls no longer read. A cache that keeps many Targets
+// (the Service's keeps up to 100,000) stores the lean one: it holds a
+// fraction of the memory and of the pointers the garbage collector scans.
+// When either cannot be computed, Prime returns t as it is: its calls
+// report the error.
+func (p *Proxy) Prime(t *Target) *Target {
+	if t == nil || t.Connection == nil || t.Provider == nil {
+		return t
+	}
+	inj := t.injection.Load()
+	if inj == nil {
+		var err error
+		if inj, err = p.inject(t); err != nil {
+			return t
+		}
+	}
+	u, err := (&call{p: p, t: t}).computeBaseURL()
+	if err != nil {
+		return t
+	}
+	c := *t.Connection
+	c.ConnectionConfig, c.Metadata, c.Tags, c.Errors, c.SealedCredentials = nil, nil, nil, nil, ""
+	if t.Connection.Credentials != nil {
+		cr := *t.Connection.Credentials
+		cr.Raw, cr.Scopes = nil, nil
+		c.Credentials = &cr
+	}
+	lean := &Target{Connection: &c, Provider: t.Provider, ClientID: t.ClientID, ClientSecret: t.ClientSecret, PrivateKey: t.PrivateKey}
+	lean.injection.Store(inj)
+	lean.base.Store(&baseResult{u: u})
+	return lean
+}

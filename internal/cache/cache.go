@@ -82,11 +82,15 @@ type Config[K comparable, V any] struct {
 // the cached value keeps being served; errors are never cached; Delete
 // and DeleteFunc take effect at once, even over loads in flight.
 type Cache[K comparable, V any] struct {
-	cfg Config[K, V]
+	cfg      Config[K, V]
+	disabled bool // Config.TTL was not positive: every Get loads
 
-	mu      sync.RWMutex
-	entries map[K]*entry[V]  // guarded by mu
-	flights map[K]*flight[V] // loads in flight, by key; guarded by mu
+	mu sync.RWMutex
+	// ttl and refreshAfter start as Config.TTL and Config.RefreshAfter;
+	// SetTTL changes them. Guarded by mu.
+	ttl, refreshAfter time.Duration
+	entries           map[K]*entry[V]  // guarded by mu
+	flights           map[K]*flight[V] // loads in flight, by key; guarded by mu
 	// bgRunning counts the refreshes running in the background; bgIdle is
 	// closed whenever it is zero. Both guarded by mu.
 	bgRunning int
@@ -135,7 +139,28 @@ func New[K comparable, V any](cfg Config[K, V]) *Cache[K, V] {
 	}
 	idle := make(chan struct{})
 	close(idle)
-	return &Cache[K, V]{cfg: cfg, entries: map[K]*entry[V]{}, flights: map[K]*flight[V]{}, bgIdle: idle}
+	return &Cache[K, V]{cfg: cfg, disabled: cfg.TTL <= 0, ttl: cfg.TTL, refreshAfter: cfg.RefreshAfter,
+		entries: map[K]*entry[V]{}, flights: map[K]*flight[V]{}, bgIdle: idle}
+}
+
+// SetTTL changes the TTL, and RefreshAfter to three quarters of it, for the
+// values cached already too (their age counts from their load): a shorter
+// TTL makes the older ones unusable at once. It does nothing on a Cache
+// made with a TTL that disables caching.
+func (c *Cache[K, V]) SetTTL(ttl time.Duration) {
+	if c.disabled || ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.ttl, c.refreshAfter = ttl, ttl-ttl/4
+	c.mu.Unlock()
+}
+
+// TTL returns the TTL in force.
+func (c *Cache[K, V]) TTL() time.Duration {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ttl
 }
 
 // Get returns the value of k: the cached one while it is within its TTL
@@ -146,7 +171,7 @@ func New[K comparable, V any](cfg Config[K, V]) *Cache[K, V] {
 // error; a load that fails because the context of the Get running it ended
 // is run again by the Gets waiting for it.
 func (c *Cache[K, V]) Get(ctx context.Context, k K) (V, error) {
-	if c.cfg.TTL <= 0 {
+	if c.disabled {
 		return c.cfg.Load(ctx, k)
 	}
 	for {
@@ -155,7 +180,7 @@ func (c *Cache[K, V]) Get(ctx context.Context, k K) (V, error) {
 		e, f := c.entries[k], c.flights[k]
 		if c.usable(e, now) {
 			v := e.v
-			refresh := f == nil && !e.refreshFailed && now.Sub(e.loaded) >= c.cfg.RefreshAfter
+			refresh := f == nil && !e.refreshFailed && now.Sub(e.loaded) >= c.refreshAfter
 			c.mu.RUnlock()
 			if refresh {
 				c.refresh(k, now)
@@ -192,7 +217,7 @@ func (c *Cache[K, V]) Get(ctx context.Context, k K) (V, error) {
 
 // usable reports whether e may be served at now. The caller holds mu.
 func (c *Cache[K, V]) usable(e *entry[V], now time.Time) bool {
-	if e == nil || now.Sub(e.loaded) >= c.cfg.TTL || now.Before(e.loaded.Add(-c.cfg.TTL)) {
+	if e == nil || now.Sub(e.loaded) >= c.ttl || now.Before(e.loaded.Add(-c.ttl)) {
 		return false
 	}
 	return c.cfg.Fresh == nil || c.cfg.Fresh(e.v, now)
@@ -292,7 +317,7 @@ func (c *Cache[K, V]) evictLocked(now time.Time) {
 	var oldestAt time.Time
 	n, expired := 0, false
 	for k, e := range c.entries {
-		if now.Sub(e.loaded) >= c.cfg.TTL {
+		if now.Sub(e.loaded) >= c.ttl {
 			delete(c.entries, k)
 			expired = true
 		} else if n == 0 || e.loaded.Before(oldestAt) {
@@ -312,7 +337,7 @@ func (c *Cache[K, V]) evictLocked(now time.Time) {
 // refresh, shares what it read). A load of k in flight does not overwrite
 // it.
 func (c *Cache[K, V]) Set(k K, v V, at time.Time) {
-	if c.cfg.TTL <= 0 {
+	if c.disabled {
 		return
 	}
 	c.mu.Lock()

@@ -470,3 +470,54 @@ func BenchmarkGetHit(b *testing.B) {
 		}
 	})
 }
+
+// TestSetTTL: a longer TTL keeps cached values served past the old one, and
+// refreshes start at three quarters of the new TTL; a shorter TTL makes the
+// older values unusable at once.
+func TestSetTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, clk := newSource(), newClock()
+		c := newCache(src, clk)
+		src.set("k", "v1", nil)
+		mustGet(t, c, "k", "v1")
+		c.SetTTL(time.Minute)
+		if got := c.TTL(); got != time.Minute {
+			t.Fatalf("TTL() = %v after SetTTL(1m)", got)
+		}
+		src.set("k", "v2", nil)
+		clk.advance(30 * time.Second) // past the old TTL, before 45 s
+		mustGet(t, c, "k", "v1")
+		synctest.Wait()
+		if n := src.count("k"); n != 1 {
+			t.Fatalf("%d loads at 30 s of a 1 min TTL, want 1 (no refresh before 45 s)", n)
+		}
+		clk.advance(16 * time.Second) // 46 s: served, refreshed behind
+		mustGet(t, c, "k", "v1")
+		c.Wait()
+		if n := src.count("k"); n != 2 {
+			t.Fatalf("%d loads at 46 s of a 1 min TTL, want 2 (one refresh)", n)
+		}
+		mustGet(t, c, "k", "v2")
+
+		clk.advance(20 * time.Second) // v2 is 20 s old
+		src.set("k", "v3", nil)
+		c.SetTTL(10 * time.Second)
+		mustGet(t, c, "k", "v3")
+		if n := src.count("k"); n != 3 {
+			t.Fatalf("%d loads, want 3: a 20 s old value is not served under a 10 s TTL", n)
+		}
+	})
+}
+
+// TestSetTTLDisabled: SetTTL does not turn on a Cache made without a TTL.
+func TestSetTTLDisabled(t *testing.T) {
+	src, clk := newSource(), newClock()
+	c := newCache(src, clk, func(cfg *cache.Config[string, string]) { cfg.TTL = 0 })
+	c.SetTTL(time.Minute)
+	src.set("k", "v1", nil)
+	mustGet(t, c, "k", "v1")
+	mustGet(t, c, "k", "v1")
+	if n := src.count("k"); n != 2 {
+		t.Fatalf("%d loads for two Gets of a disabled cache, want 2", n)
+	}
+}

@@ -21,7 +21,7 @@
 // the [RateLimiter] of a process. [Open] sizes it: at most [Options.MaxConns]
 // sessions ([DefaultMaxConns], 20, by default), all of which stay open while
 // idle, so that a busy process never closes a session it will need a moment
-// later; a session is closed after [Options.ConnMaxIdleTime] unused (5
+// later; a session is closed after [Options.ConnMaxIdleTime] unused (30
 // minutes) and replaced [Options.ConnMaxLifetime] after it opened (1 hour).
 // A pool left at database/sql's defaults has no limit and keeps 2 idle
 // sessions: under concurrent requests it opens a session for most queries

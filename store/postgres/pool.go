@@ -26,8 +26,12 @@ const (
 	DefaultMaxConns = 20
 	// DefaultConnMaxIdleTime is the default of Options.ConnMaxIdleTime:
 	// a session left unused this long is closed, so a process that had a
-	// burst gives its sessions back to Postgres.
-	DefaultConnMaxIdleTime = 5 * time.Minute
+	// burst gives its sessions back to Postgres. database/sql hands out
+	// the session released last first, so under steady load the sessions
+	// at the bottom of its idle list serve only the peaks: it must be long
+	// enough that they are still open at the next peak (at 5 minutes, a
+	// server under constant load reopened one now and then).
+	DefaultConnMaxIdleTime = 30 * time.Minute
 	// DefaultConnMaxLifetime is the default of Options.ConnMaxLifetime: a
 	// session is closed (once it is idle) after this long, so that
 	// sessions move to a new server after a failover or a DNS change and
@@ -55,7 +59,7 @@ const (
 // so under concurrent requests each query would open a new Postgres
 // session (a fork on the server, authentication, and the Store's prepared
 // statements prepared again). Sessions are closed after opts.ConnMaxIdleTime
-// unused (default 5 minutes) and opts.ConnMaxLifetime after they opened
+// unused (default 30 minutes) and opts.ConnMaxLifetime after they opened
 // (default 1 hour). Requests beyond MaxConns wait for a session rather than
 // opening one; see the package documentation's "Connections" section for
 // how to size it.

@@ -77,7 +77,7 @@ type Options struct {
 	// it against the Scheduler's workers and Postgres' max_connections.
 	MaxConns int
 	// ConnMaxIdleTime is how long a session of Open's pool may stay unused
-	// before it is closed. Defaults to [DefaultConnMaxIdleTime] (5
+	// before it is closed. Defaults to [DefaultConnMaxIdleTime] (30
 	// minutes); -1 keeps idle sessions open.
 	ConnMaxIdleTime time.Duration
 	// ConnMaxLifetime is how long after it opened a session of Open's pool
