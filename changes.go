@@ -34,7 +34,7 @@ type changeWatcher struct {
 	following bool               // cur is valid
 	cur       store.ChangeCursor // where the next poll starts
 	lastOK    time.Time          // when the last successful poll started
-	onLong     bool               // the cache runs on the long TTL
+	onLong    bool               // the cache runs on the long TTL
 }
 
 // poll reads the feed once and applies what it lists.
