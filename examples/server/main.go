@@ -78,6 +78,12 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		}
 	}
 
+	if v := getenv("CONNECT_PROXY_CACHE_ENTRIES"); v != "" {
+		if cfg.ProxyCacheEntries, err = strconv.Atoi(v); err != nil || cfg.ProxyCacheEntries < 1 {
+			return fmt.Errorf("CONNECT_PROXY_CACHE_ENTRIES %q is not a positive integer", v)
+		}
+	}
+
 	if dsn := getenv("DATABASE_URL"); dsn != "" {
 		if getenv("CONNECT_ENCRYPTION_KEY") == "" && getenv("CONNECT_ENCRYPTION_KEY_FILE") == "" {
 			return errors.New("CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE is required with DATABASE_URL: generate a key once " +

@@ -129,6 +129,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"bad previous key":  {"CONNECT_PREVIOUS_ENCRYPTION_KEYS": "nope"},
 		"bad rate limit":    {"CONNECT_RATE_LIMIT": "many"},
 		"bad window":        {"CONNECT_RATE_LIMIT_WINDOW": "1ns"},
+		"bad cache entries": {"CONNECT_PROXY_CACHE_ENTRIES": "0"},
 		"missing providers": {"CONNECT_PROVIDERS_FILE": "/does/not/exist.yaml"},
 		"bad env vars":      {"CONNECT_DEV_ENV_VARS": "[1]"},
 		"short api key":     {"CONNECT_API_KEY": "short"},

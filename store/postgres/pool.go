@@ -24,6 +24,10 @@ const (
 	// max_connections of 100 (97 once its 3 superuser slots are set
 	// aside) with room for the host's own tools.
 	DefaultMaxConns = 20
+	// DefaultMinConns is the default of Options.MinConns: the sessions
+	// Open opens ahead. A reference server under 64 concurrent clients
+	// used 5 to 7 at once.
+	DefaultMinConns = 8
 	// DefaultConnMaxIdleTime is the default of Options.ConnMaxIdleTime:
 	// a session left unused this long is closed, so a process that had a
 	// burst gives its sessions back to Postgres. database/sql hands out
@@ -60,8 +64,9 @@ const (
 // session (a fork on the server, authentication, and the Store's prepared
 // statements prepared again). Sessions are closed after opts.ConnMaxIdleTime
 // unused (default 30 minutes) and opts.ConnMaxLifetime after they opened
-// (default 1 hour). Requests beyond MaxConns wait for a session rather than
-// opening one; see the package documentation's "Connections" section for
+// (default 1 hour). Open opens opts.MinConns of them (default
+// [DefaultMinConns]) before it returns. Requests beyond MaxConns wait for a
+// session rather than opening one; see the package documentation's "Connections" section for
 // how to size it.
 //
 // Open uses lib/pq's connector, which also reads the PG* environment
@@ -75,8 +80,8 @@ func Open(ctx context.Context, dsn string, opts *Options) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.maxConns < 0 || o.connMaxIdleTime < -1 || o.connMaxLifetime < -1 {
-		return nil, errors.New("postgres: Options.MaxConns must not be negative, Options.ConnMaxIdleTime and ConnMaxLifetime not below -1")
+	if o.maxConns < 0 || o.minConns < -1 || o.connMaxIdleTime < -1 || o.connMaxLifetime < -1 {
+		return nil, errors.New("postgres: Options.MaxConns must not be negative, Options.MinConns, ConnMaxIdleTime and ConnMaxLifetime not below -1")
 	}
 	cfg, err := pq.NewConfig(dsn)
 	if err != nil {
@@ -114,7 +119,36 @@ func Open(ctx context.Context, dsn string, opts *Options) (*sql.DB, error) {
 		return nil, fmt.Errorf("postgres: cannot reach %s on %s (port %d) as user %q: %w",
 			where, host, cfg.Port, cfg.User, redactDSNError(err, dsn))
 	}
+	ahead := o.minConns
+	if ahead == 0 {
+		ahead = DefaultMinConns
+	}
+	if ahead = min(ahead, n); ahead > 0 {
+		if err := openAhead(pctx, db, ahead); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("postgres: opening %d sessions ahead: %w", ahead, redactDSNError(err, dsn))
+		}
+	}
 	return db, nil
+}
+
+// openAhead opens n sessions of db at once (the ping's among them) and
+// leaves them idle in the pool.
+func openAhead(ctx context.Context, db *sql.DB, n int) error {
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	return nil
 }
 
 // poolDuration maps an Options duration to database/sql's: 0 is def, -1 is

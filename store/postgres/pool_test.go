@@ -82,8 +82,8 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if got := db.Stats().MaxOpenConnections; got != postgres.DefaultMaxConns {
-		t.Errorf("default MaxOpenConnections = %d, want %d", got, postgres.DefaultMaxConns)
+	if st := db.Stats(); st.MaxOpenConnections != postgres.DefaultMaxConns || st.OpenConnections != postgres.DefaultMinConns || st.Idle != postgres.DefaultMinConns {
+		t.Errorf("default pool %+v, want MaxOpenConnections %d and %d sessions open and idle", st, postgres.DefaultMaxConns, postgres.DefaultMinConns)
 	}
 	var app string
 	if err := db.QueryRowContext(ctx, "SELECT current_setting('application_name')").Scan(&app); err != nil || app != postgres.DefaultApplicationName {
@@ -91,13 +91,26 @@ func TestOpen(t *testing.T) {
 	}
 
 	// A burst that uses every session leaves them all open: none is closed
-	// for want of idle room.
+	// for want of idle room. MinConns above MaxConns opens MaxConns ahead.
 	name := pgtest.Name()
 	small, err := postgres.Open(ctx, withParam(t, "application_name", name), &postgres.Options{MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer small.Close()
+	if st := small.Stats(); st.OpenConnections != 4 || st.Idle != 4 {
+		t.Errorf("MaxConns 4 after Open: %+v, want 4 open ahead (DefaultMinConns is %d)", st, postgres.DefaultMinConns)
+	}
+	for _, tc := range []struct{ min, want int }{{-1, 1}, {2, 2}} {
+		db, err := postgres.Open(ctx, pgtest.URL(t), &postgres.Options{MaxConns: 4, MinConns: tc.min})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := db.Stats(); st.OpenConnections != tc.want || st.Idle != tc.want {
+			t.Errorf("MinConns %d after Open: %+v, want %d open and idle (the ping's included)", tc.min, st, tc.want)
+		}
+		db.Close()
+	}
 	for range 3 {
 		holdAll(t, small, 4)
 	}

@@ -76,6 +76,14 @@ type Options struct {
 	// the package documentation's "Connections" section for how to size
 	// it against the Scheduler's workers and Postgres' max_connections.
 	MaxConns int
+	// MinConns is the number of sessions [Open] opens before it returns
+	// (at most MaxConns), so that the first burst of requests does not wait
+	// for Postgres to fork sessions, and a pool whose concurrency rises now
+	// and then (a request arriving while River's maintenance and the
+	// change feed's poll hold sessions) does not open one in the middle of
+	// the load. They close like any other after ConnMaxIdleTime unused.
+	// Defaults to [DefaultMinConns] (8); -1 opens none ahead.
+	MinConns int
 	// ConnMaxIdleTime is how long a session of Open's pool may stay unused
 	// before it is closed. Defaults to [DefaultConnMaxIdleTime] (30
 	// minutes); -1 keeps idle sessions open.
@@ -102,7 +110,7 @@ type resolved struct {
 	noPrepared bool
 	logger     *slog.Logger
 
-	maxConns                         int
+	maxConns, minConns               int
 	connMaxIdleTime, connMaxLifetime time.Duration
 }
 
@@ -111,7 +119,7 @@ func (o *Options) resolve() (resolved, error) {
 	if o != nil {
 		r.schema, r.now, r.noPrepared, r.logger = o.Schema, o.Now, o.DisablePreparedStatements, o.Logger
 		r.maxLease = o.RateLimitMaxLease
-		r.maxConns, r.connMaxIdleTime, r.connMaxLifetime = o.MaxConns, o.ConnMaxIdleTime, o.ConnMaxLifetime
+		r.maxConns, r.minConns, r.connMaxIdleTime, r.connMaxLifetime = o.MaxConns, o.MinConns, o.ConnMaxIdleTime, o.ConnMaxLifetime
 	}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
