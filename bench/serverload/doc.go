@@ -23,12 +23,14 @@
 //
 // Its load generator opens one keep-alive connection per client and keeps
 // one request in flight on each, like wrk; each request is for a random one
-// of the -n connections (default 1,000; with 100,000 most proxy requests
-// miss the proxy's 5 s connection cache and read Postgres), with the bytes
+// of the -n connections (default 1,000; with 100,000 the proxy's cache
+// fills during the first rounds and then holds them all, the server's live
+// heap with it), with the bytes
 // @nangohq/node@0.71.10 sends. After a warm-up it runs, for -rounds rounds,
 // each variant at each concurrency (-c, default 1 and 64) for -duration
-// (default 10 s, so that the proxy's 5 s connection cache and the 10 s
-// API-key cache expire during every run). The variants of a round take
+// (default 10 s, so that the 10 s API-key cache expires during every run;
+// the server follows the change feed, so the proxy keeps connections for
+// 5 minutes). The variants of a round take
 // turns of -slice (default 1 s) until each has run -duration, so that a
 // change in the load of a shared machine falls on all of them alike:
 //

@@ -98,8 +98,8 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	var cfg config
 	var conc, vars, rate string
 	fs.StringVar(&cfg.AdminURL, "db", "", "`URL` of a Postgres database the bench creates its database from (default $TEST_DATABASE_URL)")
-	fs.IntVar(&cfg.Connections, "n", 1000, "`connections` to seed; each request is for a random one of them (with 100000, most proxy requests miss its 5 s connection cache)")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each measured run (at least 10s lets the proxy's 5 s connection cache and the 10 s API-key cache expire in every run)")
+	fs.IntVar(&cfg.Connections, "n", 1000, "`connections` to seed; each request is for a random one of them (100000 fills the proxy's connection cache during the first rounds)")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each measured run (at least 10s lets the 10 s API-key cache expire in every run)")
 	fs.DurationVar(&cfg.Slice, "slice", time.Second, "the variants of a round take turns for this long each until each has run -duration, so that they share the machine's load (-slice as long as -duration runs them one after the other)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "warm-up of each variant at the highest concurrency, before the rounds (0 for none)")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds: each runs every variant at every concurrency once")

@@ -46,6 +46,7 @@
 //   - The webhook outbox: it claims due deliveries and records outcomes
 //     in batches, a session or two at a time whatever
 //     Webhooks.Concurrency is; the POSTs hold none.
+//   - The change feed: one short statement a second per started Service.
 //   - The RateLimiter: one short statement per lease, a block of a key's
 //     quota for the window (limit/64 requests, at most
 //     [Options.RateLimitMaxLease]); the requests admitted from a lease, and
@@ -117,6 +118,11 @@
 //     can be pinned to that index: see migration 007) while it counts the
 //     attempt each claim starts (migration 009; claim_webhook_deliveries,
 //     which does not count, stays for processes of the version before).
+//   - connection_changes: the change feed (migration 011): one row per
+//     connection updated or deleted, or per integration (connection_id
+//     NULL), written by statement-level triggers on connections and
+//     integrations; primary key (txid, seq), txid the writing
+//     transaction's xid8.
 //   - river_job, river_leader, river_queue, river_migration,
 //     river_notification (and River's river_job_state type and functions):
 //     the job queue of [Scheduler], created by River's own migrations.
@@ -140,6 +146,25 @@
 // call still reads after it was made, so a change committed before it is
 // always seen. Inside [Store.WithTx] the read runs on the transaction, as
 // every other query does.
+//
+// # Change feed
+//
+// [Store.ConnectionChanges] lists the connections and integrations that any
+// process updated or deleted (store.ChangeFeed), so that each process can
+// drop what it cached of them: a started connect.Service polls it every
+// second and caches the proxy's connections for minutes instead of seconds.
+// Its cursor is a floor, the oldest transaction that was running at the
+// last poll (pg_snapshot_xmin), with the transactions above the floor whose
+// changes were already listed. A poll reads the rows of transactions at or
+// above the floor that it has not listed; they are committed, since they
+// are visible. A transaction that commits after younger ones is listed in
+// the poll after its commit, never skipped, and a long transaction
+// elsewhere in the cluster (which holds the floor back) only lengthens the
+// list of transactions seen (at most 10,000: beyond, the caller starts
+// again from a new cursor and drops its cache). Inserts write no row: a
+// connection that does not exist is never cached. Rows older than an hour
+// are pruned by the Service's maintenance sweep
+// ([Store.PruneConnectionChanges]).
 //
 // # Prepared statements
 //
