@@ -108,7 +108,7 @@ func (w *changeWatcher) stop() {
 	w.onLong, w.following = false, false
 }
 
-// changeWatcher returns the watcher of the Store's change feed, or nil when
+// newChangeWatcher returns the watcher of the Store's change feed, or nil when
 // the Store has none or the cache does not use it.
 func (s *Service) newChangeWatcher() *changeWatcher {
 	feed, ok := s.store.(store.ChangeFeed)

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -42,19 +43,7 @@ func awaitChanges(t *testing.T, s *postgres.Store, cur store.ChangeCursor, want 
 		time.Sleep(10 * time.Millisecond)
 	}
 	slices.SortFunc(got, func(a, b changeKey) int {
-		if a.ik != b.ik {
-			if a.ik < b.ik {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(a.ik, b.ik), cmp.Compare(a.id, b.id))
 	})
 	return got, cur
 }
