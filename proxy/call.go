@@ -48,10 +48,29 @@ type call struct {
 
 // injection is what a target adds to requests to its origin.
 type injection struct {
-	header  http.Header
+	header  []headerField // by canonical name, each once
 	query   [][2]string
 	signer  *oauth1.Transport // OAuth 1 and TBA
 	secrets []string
+}
+
+// headerField is a header an injection sets: its canonical name and its
+// one value (a slice, as http.Header holds it; not modified).
+type headerField struct {
+	name   string
+	values []string
+}
+
+// setHeader sets the header named k to v, as http.Header.Set does.
+func (inj *injection) setHeader(k, v string) {
+	k = http.CanonicalHeaderKey(k)
+	for i := range inj.header {
+		if inj.header[i].name == k {
+			inj.header[i].values = []string{v}
+			return
+		}
+	}
+	inj.header = append(inj.header, headerField{name: k, values: []string{v}})
 }
 
 func (c *call) target() *Target {
@@ -161,7 +180,7 @@ func vars(t *Target) integrations.TemplateVars {
 // provider's query templates, and for OAuth 1 and TBA a signer.
 func (p *Proxy) inject(t *Target) (*injection, error) {
 	v := vars(t)
-	inj := &injection{header: http.Header{}}
+	inj := &injection{}
 	cr := t.Connection.Credentials
 	if cr == nil {
 		cr = &connections.Credentials{Type: t.Connection.AuthMode}
@@ -169,10 +188,10 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 	switch cr.Type {
 	case integrations.AuthModeOAuth2, integrations.AuthModeApp, integrations.AuthModeOAuth2CC:
 		if v.AccessToken != "" {
-			inj.header.Set("Authorization", "Bearer "+v.AccessToken)
+			inj.setHeader("Authorization", "Bearer "+v.AccessToken)
 		}
 	case integrations.AuthModeBasic:
-		inj.header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cr.Username+":"+cr.Password)))
+		inj.setHeader("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cr.Username+":"+cr.Password)))
 	case integrations.AuthModeOAuth1, integrations.AuthModeTBA:
 		s, err := p.signer(t, cr, v)
 		if err != nil {
@@ -183,7 +202,7 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 	if px := t.Provider.Proxy; px != nil {
 		for _, k := range slices.Sorted(maps.Keys(px.Headers)) {
 			if val, err := integrations.Interpolate(px.Headers[k], v); err == nil {
-				inj.header.Set(k, val)
+				inj.setHeader(k, val)
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(px.Query)) {
@@ -198,8 +217,8 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 			inj.secrets = append(inj.secrets, s, url.QueryEscape(s))
 		}
 	}
-	for _, vals := range inj.header {
-		inj.secrets = append(inj.secrets, vals...)
+	for _, f := range inj.header {
+		inj.secrets = append(inj.secrets, f.values...)
 	}
 	for _, q := range inj.query {
 		inj.secrets = append(inj.secrets, q[1], url.QueryEscape(q[1]))
@@ -638,9 +657,9 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range req.Header {
 		r.Header[k] = v
 	}
-	for k, v := range inj.header {
-		if _, ok := r.Header[k]; !ok {
-			r.Header[k] = v
+	for _, f := range inj.header {
+		if _, ok := r.Header[f.name]; !ok {
+			r.Header[f.name] = f.values
 		}
 	}
 	if len(inj.query) > 0 {
@@ -663,41 +682,4 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return inj.signer.RoundTrip(r)
 	}
 	return h.p.base.RoundTrip(r)
-}
-
-// Prime computes, once, what calls to t inject and the provider's base URL
-// they go to, and returns a Target that carries them with a lean copy of
-// the connection: its identity, auth mode and credentials, without its
-// connection config, metadata, tags, errors, sealed form or raw token
-// response, which calls no longer read. A cache that keeps many Targets
-// (the Service's keeps up to 100,000) stores the lean one: it holds a
-// fraction of the memory and of the pointers the garbage collector scans.
-// When either cannot be computed, Prime returns t as it is: its calls
-// report the error.
-func (p *Proxy) Prime(t *Target) *Target {
-	if t == nil || t.Connection == nil || t.Provider == nil {
-		return t
-	}
-	inj := t.injection.Load()
-	if inj == nil {
-		var err error
-		if inj, err = p.inject(t); err != nil {
-			return t
-		}
-	}
-	u, err := (&call{p: p, t: t}).computeBaseURL()
-	if err != nil {
-		return t
-	}
-	c := *t.Connection
-	c.ConnectionConfig, c.Metadata, c.Tags, c.Errors, c.SealedCredentials = nil, nil, nil, nil, ""
-	if t.Connection.Credentials != nil {
-		cr := *t.Connection.Credentials
-		cr.Raw, cr.Scopes = nil, nil
-		c.Credentials = &cr
-	}
-	lean := &Target{Connection: &c, Provider: t.Provider, ClientID: t.ClientID, ClientSecret: t.ClientSecret, PrivateKey: t.PrivateKey}
-	lean.injection.Store(inj)
-	lean.base.Store(&baseResult{u: u})
-	return lean
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -176,7 +177,8 @@ type loadResult struct {
 }
 
 // drive runs conc clients against v for d, each request for a random one
-// of n connections.
+// of n connections; with d == 0 it sweeps instead: the clients request
+// connections 0 to n-1, each once, and stop when all are answered.
 func drive(ctx context.Context, v variant, conc, n int, d time.Duration, seed uint64) (loadResult, error) {
 	clients := make([]*client, conc)
 	for k := range clients {
@@ -197,8 +199,10 @@ func drive(ctx context.Context, v variant, conc, n int, d time.Duration, seed ui
 	}
 	parts := make([]part, conc)
 	var wg sync.WaitGroup
+	var next atomic.Int64 // the next connection of a sweep
 	start := time.Now()
 	deadline := start.Add(d)
+	sweep := d == 0
 	for k, c := range clients {
 		wg.Go(func() {
 			p := &parts[k]
@@ -206,10 +210,17 @@ func drive(ctx context.Context, v variant, conc, n int, d time.Duration, seed ui
 			rng := rand.New(rand.NewPCG(seed, uint64(k)))
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				if !t0.Before(deadline) {
-					return
+				var i int
+				if sweep {
+					if i = int(next.Add(1) - 1); i >= n {
+						return
+					}
+				} else {
+					if !t0.Before(deadline) {
+						return
+					}
+					i = rng.IntN(n)
 				}
-				i := rng.IntN(n)
 				c.req = v.request(c.req[:0], i)
 				status, body, err := c.do()
 				lat := time.Since(t0)

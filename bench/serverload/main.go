@@ -71,6 +71,7 @@ type config struct {
 	Duration      time.Duration `json:"duration_ns"`
 	Slice         time.Duration `json:"slice_ns"`
 	Warmup        time.Duration `json:"warmup_ns"`
+	Sweep         bool          `json:"sweep"`
 	Rounds        int           `json:"rounds"`
 	Concurrencies []int         `json:"concurrencies"`
 	Variants      []string      `json:"variants"`
@@ -102,6 +103,7 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each measured run (at least 10s lets the 10 s API-key cache expire in every run)")
 	fs.DurationVar(&cfg.Slice, "slice", time.Second, "the variants of a round take turns for this long each until each has run -duration, so that they share the machine's load (-slice as long as -duration runs them one after the other)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "warm-up of each variant at the highest concurrency, before the rounds (0 for none)")
+	fs.BoolVar(&cfg.Sweep, "sweep", true, "before the warm-up, request each of the -n connections once through each variant at the highest concurrency, so that the rounds measure a server in steady state (its cache holding the connections in use); -sweep=false measures the cache filling during the first rounds")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "rounds: each runs every variant at every concurrency once")
 	fs.StringVar(&conc, "c", "1,64", "comma-separated `list` of concurrencies (clients, each with one request in flight)")
 	fs.StringVar(&vars, "variants", "get,proxy,bare", "comma-separated `list` of get, proxy, bare and direct (the upstream without a proxy)")
@@ -391,8 +393,17 @@ func (b *bench) measureAll(ctx context.Context, rep *report) error {
 	fmt.Fprintf(b.out, "%d rounds of %s per run, the variants of a round taking turns of %s; every request for a random one of %d connections; CPU in µs per request\n",
 		cfg.Rounds, cfg.Duration, cfg.Slice, cfg.Connections)
 	printRunHeader(b.out)
+	top := slices.Max(cfg.Concurrencies)
+	if cfg.Sweep {
+		for _, name := range cfg.Variants {
+			r, err := b.measure(ctx, 0, name, top, 0)
+			if err != nil {
+				return err
+			}
+			rep.Warmup = append(rep.Warmup, r)
+		}
+	}
 	if cfg.Warmup > 0 {
-		top := slices.Max(cfg.Concurrencies)
 		for _, name := range cfg.Variants {
 			r, err := b.measure(ctx, 0, name, top, cfg.Warmup)
 			if err != nil {
