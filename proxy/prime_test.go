@@ -79,7 +79,7 @@ func TestPrime(t *testing.T) {
 			AuthMode: integrations.AuthModeOAuth2, ConnectionConfig: map[string]any{"tenant": "acme"}, CredentialsExpiresAt: &exp,
 			Credentials: &connections.Credentials{Type: "OAUTH2", AccessToken: "tok-2", ExpiresAt: &exp,
 				ConfigOverride: &connections.ConfigOverride{ClientID: "o-id", ClientSecret: "o-secret"},
-				Raw: map[string]any{"team": "red"}}}}
+				Raw:            map[string]any{"team": "red"}}}}
 	pw := p.Prime(withOverride)
 	pc := pw.Connection
 	if pc == withOverride.Connection || pc.Credentials == withOverride.Connection.Credentials ||
