@@ -27,7 +27,7 @@ const (
 // lets the cache keep values for the long TTL only while it keeps up.
 type changeWatcher struct {
 	feed        store.ChangeFeed
-	cache       *cache.Cache[proxyKey, *proxy.Target]
+	cache       *cache.Cache[proxyKey, proxy.Packed]
 	short, long time.Duration
 	now         func() time.Time
 
@@ -73,7 +73,7 @@ func (w *changeWatcher) restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.cache.DeleteFunc(func(proxyKey, *proxy.Target) bool { return true })
+	w.cache.DeleteFunc(func(proxyKey, proxy.Packed) bool { return true })
 	w.cur, w.following = cur, true
 	return nil
 }
@@ -84,7 +84,7 @@ func (w *changeWatcher) apply(changes []store.ConnectionChange) {
 			w.cache.Delete(proxyKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
 			continue
 		}
-		w.cache.DeleteFunc(func(k proxyKey, _ *proxy.Target) bool {
+		w.cache.DeleteFunc(func(k proxyKey, _ proxy.Packed) bool {
 			return k.env == c.EnvironmentID && k.key == c.IntegrationKey
 		})
 	}

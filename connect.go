@@ -292,7 +292,7 @@ type Service struct {
 	sessions     *connections.Sessions
 	connectUI    *connectui.Handler
 	proxy        *proxy.Proxy
-	proxyCache   *cache.Cache[proxyKey, *proxy.Target]
+	proxyCache   *cache.Cache[proxyKey, proxy.Packed]
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier

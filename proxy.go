@@ -102,34 +102,38 @@ func (s *Service) ProxyClient(environmentID int64, integrationKey, connectionID 
 func (s *Service) proxyTarget(ctx context.Context, envID int64, key, id string, force bool) (*proxy.Target, error) {
 	k := proxyKey{envID, key, id}
 	if !force {
-		return s.proxyCache.Get(ctx, k)
+		pk, err := s.proxyCache.Get(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		return pk.Target(), nil
 	}
 	start := s.cfg.Now()
-	t, err := s.loadTarget(ctx, k, true)
+	pk, err := s.loadTarget(ctx, k, true)
 	if err != nil {
 		return nil, err
 	}
-	s.proxyCache.Set(k, t, start)
-	return t, nil
+	s.proxyCache.Set(k, pk, start)
+	return pk.Target(), nil
 }
 
 // loadTarget reads the connection of k, refreshing its token when due (or
 // whenever it can be, with force), and the integration's client when calls
 // need it.
-func (s *Service) loadTarget(ctx context.Context, k proxyKey, force bool) (*proxy.Target, error) {
+func (s *Service) loadTarget(ctx context.Context, k proxyKey, force bool) (proxy.Packed, error) {
 	c, err := s.connections.Get(ctx, k.env, k.key, k.id, connections.GetOptions{ForceRefresh: force})
 	if err != nil {
-		return nil, err
+		return proxy.Packed{}, err
 	}
 	p, ok := s.cfg.Providers.Get(c.Provider)
 	if !ok {
-		return nil, store.Invalid("unknown_provider", "The provider "+c.Provider+" of the connection is not in the catalogue.")
+		return proxy.Packed{}, store.Invalid("unknown_provider", "The provider "+c.Provider+" of the connection is not in the catalogue.")
 	}
 	t := &proxy.Target{Connection: c, Provider: p}
 	if needsClient(p, c) {
 		it, err := s.integrations.Get(ctx, k.env, k.key)
 		if err != nil {
-			return nil, err
+			return proxy.Packed{}, err
 		}
 		if it.Credentials != nil {
 			t.ClientID, t.ClientSecret = it.Credentials.ClientID, it.Credentials.ClientSecret
@@ -138,9 +142,10 @@ func (s *Service) loadTarget(ctx context.Context, k proxyKey, force bool) (*prox
 			}
 		}
 	}
-	// The cache keeps the lean form: what calls inject, computed now, and
-	// not the parts of the connection they no longer read.
-	return s.proxy.Prime(t), nil
+	// The cache keeps the packed form: what calls inject, computed now,
+	// without the parts of the connection they no longer read, in memory
+	// the garbage collector does not scan.
+	return s.proxy.Pack(t), nil
 }
 
 // refreshThreshold is how long before expiry a provider's tokens are
@@ -193,18 +198,18 @@ func needsClient(p *integrations.Provider, c *connections.Connection) bool {
 // connection gone drops it, and at most Config.ProxyCacheEntries are kept.
 // While a started Service follows the Store's change feed, the TTL is
 // Config.ProxyCacheMaxAge (see watchChanges).
-func (s *Service) newProxyCache() *cache.Cache[proxyKey, *proxy.Target] {
+func (s *Service) newProxyCache() *cache.Cache[proxyKey, proxy.Packed] {
 	ttl := s.cfg.ProxyCacheTTL
 	if ttl == 0 {
 		ttl = DefaultProxyCacheTTL
 	}
-	return cache.New(cache.Config[proxyKey, *proxy.Target]{
-		Load: func(ctx context.Context, k proxyKey) (*proxy.Target, error) { return s.loadTarget(ctx, k, false) },
+	return cache.New(cache.Config[proxyKey, proxy.Packed]{
+		Load: func(ctx context.Context, k proxyKey) (proxy.Packed, error) { return s.loadTarget(ctx, k, false) },
 		TTL:  ttl,
 		// Due by the rule of reads (a token that lives shorter than the
 		// threshold stays usable until half of it is used).
-		Fresh: func(t *proxy.Target, now time.Time) bool {
-			return !connections.RefreshDue(t.Connection.Credentials, now, s.refreshThreshold(t.Provider))
+		Fresh: func(pk proxy.Packed, now time.Time) bool {
+			return pk.Fresh(now, s.refreshThreshold(pk.Provider()))
 		},
 		Gone: func(err error) bool { return errors.Is(err, store.ErrNotFound) },
 		RefreshFailed: func(k proxyKey, err error) {
@@ -233,7 +238,7 @@ func dropAfterChange(ctx context.Context, st any, drop func()) {
 // cached copy.
 type proxyCacheInvalidator struct {
 	connections.Store
-	cache *cache.Cache[proxyKey, *proxy.Target]
+	cache *cache.Cache[proxyKey, proxy.Packed]
 }
 
 func (s proxyCacheInvalidator) CreateConnection(ctx context.Context, c *connections.Connection) error {
@@ -278,7 +283,7 @@ func (s proxyCacheInvalidator) DeleteConnection(ctx context.Context, environment
 // cached connections of that integration.
 type integrationCacheInvalidator struct {
 	integrations.Store
-	cache *cache.Cache[proxyKey, *proxy.Target]
+	cache *cache.Cache[proxyKey, proxy.Packed]
 }
 
 func (s integrationCacheInvalidator) UpdateIntegration(ctx context.Context, in *integrations.Integration) error {
@@ -287,7 +292,7 @@ func (s integrationCacheInvalidator) UpdateIntegration(ctx context.Context, in *
 	err := s.Store.UpdateIntegration(ctx, in)
 	env, key := in.EnvironmentID, in.UniqueKey
 	dropAfterChange(ctx, s.Store, func() {
-		s.cache.DeleteFunc(func(k proxyKey, _ *proxy.Target) bool { return k.env == env && k.key == key })
+		s.cache.DeleteFunc(func(k proxyKey, _ proxy.Packed) bool { return k.env == env && k.key == key })
 	})
 	return err
 }
@@ -295,7 +300,7 @@ func (s integrationCacheInvalidator) UpdateIntegration(ctx context.Context, in *
 func (s integrationCacheInvalidator) DeleteIntegration(ctx context.Context, environmentID int64, uniqueKey string) error {
 	err := s.Store.DeleteIntegration(ctx, environmentID, uniqueKey)
 	dropAfterChange(ctx, s.Store, func() {
-		s.cache.DeleteFunc(func(k proxyKey, _ *proxy.Target) bool { return k.env == environmentID && k.key == uniqueKey })
+		s.cache.DeleteFunc(func(k proxyKey, _ proxy.Packed) bool { return k.env == environmentID && k.key == uniqueKey })
 	})
 	return err
 }

@@ -6,20 +6,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/integrations"
 )
 
-// A primed Target sends what the full one sends, to the same base URL,
+// A packed Target sends what the full one sends, to the same base URL,
 // while its connection keeps no config, metadata, sealed form or raw token
-// response; a Target whose base URL cannot be built is returned as it is.
-func TestPrime(t *testing.T) {
+// response; a Target whose base URL cannot be built is kept as it is.
+func TestPack(t *testing.T) {
 	var got http.Header
 	var gotPath, gotQuery string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,16 +43,16 @@ func TestPrime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lean := p.Prime(full)
+	lean := p.Pack(full).Target()
 	if lean == full {
-		t.Fatal("Prime returned the full Target")
+		t.Fatal("Pack kept the full Target")
 	}
 	c := lean.Connection
 	if c.ConnectionConfig != nil || c.Metadata != nil || c.Tags != nil || c.SealedCredentials != "" || c.Credentials.Raw != nil {
-		t.Fatalf("primed connection keeps %+v", c)
+		t.Fatalf("packed connection keeps %+v", c)
 	}
 	if c.Credentials.AccessToken != "tok-1" || c.AuthMode != integrations.AuthModeOAuth2 || full.Connection.Credentials.Raw == nil {
-		t.Fatalf("primed credentials %+v; the full Target's raw %v must stay", c.Credentials, full.Connection.Credentials.Raw)
+		t.Fatalf("packed credentials %+v; the full Target's raw %v must stay", c.Credentials, full.Connection.Credentials.Raw)
 	}
 	call := func(tg *Target) (http.Header, string, string) {
 		target = tg
@@ -69,10 +70,11 @@ func TestPrime(t *testing.T) {
 		t.Fatalf("full Target sent %s?%s with %v", fp, fq, fh)
 	}
 	if lp != fp || lq != fq || lh.Get("X-Team") != fh.Get("X-Team") || lh.Get("Authorization") != fh.Get("Authorization") {
-		t.Fatalf("primed Target sent %s?%s with %v; the full one %s?%s with %v", lp, lq, lh, fp, fq, fh)
+		t.Fatalf("packed Target sent %s?%s with %v; the full one %s?%s with %v", lp, lq, lh, fp, fq, fh)
 	}
 
-	// The primed copy shares nothing that its source may change.
+	// The packed copy shares nothing that its source may change, and
+	// keeps every field calls read.
 	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	withOverride := &Target{Provider: full.Provider, ClientID: "cid", ClientSecret: "csecret",
 		Connection: &connections.Connection{IntegrationKey: "gh", ConnectionID: "c2", Provider: "fake",
@@ -80,71 +82,118 @@ func TestPrime(t *testing.T) {
 			Credentials: &connections.Credentials{Type: "OAUTH2", AccessToken: "tok-2", ExpiresAt: &exp,
 				ConfigOverride: &connections.ConfigOverride{ClientID: "o-id", ClientSecret: "o-secret"},
 				Raw:            map[string]any{"team": "red"}}}}
-	pw := p.Prime(withOverride)
+	pk := p.Pack(withOverride)
+	pw := pk.Target()
+	if pw == pk.Target() {
+		t.Fatal("Target returned the same Target twice: each call needs its own")
+	}
 	pc := pw.Connection
 	if pc == withOverride.Connection || pc.Credentials == withOverride.Connection.Credentials ||
 		pc.Credentials.ConfigOverride == withOverride.Connection.Credentials.ConfigOverride ||
 		pc.Credentials.ExpiresAt == &exp || pc.CredentialsExpiresAt == &exp {
-		t.Fatal("the primed Target points into its source")
+		t.Fatal("the packed Target points into its source")
 	}
 	if !pc.Credentials.ExpiresAt.Equal(exp) || !pc.CredentialsExpiresAt.Equal(exp) ||
 		*pc.Credentials.ConfigOverride != (connections.ConfigOverride{ClientID: "o-id", ClientSecret: "o-secret"}) ||
 		pw.ClientID != "cid" || pw.ClientSecret != "csecret" || pc.ConnectionID != "c2" || pc.Credentials.AccessToken != "tok-2" {
-		t.Fatalf("primed copy %+v, credentials %+v", pc, pc.Credentials)
+		t.Fatalf("packed copy %+v, credentials %+v", pc, pc.Credentials)
 	}
 	exp = exp.Add(time.Hour)
 	if pc.Credentials.ExpiresAt.Equal(exp) {
-		t.Fatal("changing the source's expiry changed the primed copy")
+		t.Fatal("changing the source's expiry changed the packed copy")
 	}
 	wh, _, _ := call(pw)
 	if wh.Get("X-Team") != "red" || wh.Get("Authorization") != "Bearer tok-2" {
-		t.Fatalf("primed Target with an override sent %v", wh)
+		t.Fatalf("packed Target with an override sent %v", wh)
 	}
 
 	broken := &Target{Connection: &connections.Connection{AuthMode: integrations.AuthModeOAuth2,
 		Credentials: &connections.Credentials{Type: "OAUTH2", AccessToken: "tok"}},
 		Provider: &integrations.Provider{Name: "fake", Proxy: &integrations.Proxy{BaseURL: "https://${connectionConfig.sub}.example.com"}}}
-	if p.Prime(broken) != broken {
-		t.Fatal("Prime of a Target without its base URL's config did not return it as it is")
+	if p.Pack(broken).Target() != broken {
+		t.Fatal("Pack of a Target without its base URL's config did not keep it as it is")
 	}
 }
 
-// stringPack points every field at one shared string holding each distinct
-// value once, and leaves the values as they were.
-func TestStringPack(t *testing.T) {
-	vals := []string{"alpha", "", "beta", "alpha", "gamma", "beta", "al"}
-	fields := slices.Clone(vals)
-	var sp stringPack
-	for i := range fields {
-		sp.add(&fields[i])
+// Every field a packed Target keeps comes back as it was: strings (empty
+// ones too), times (nil, zero and set, past 2262 too), the override, the
+// injected headers beyond the inline ones, the query, the secrets and the
+// base URL with its port, escaped path and query.
+func TestPackRoundTrip(t *testing.T) {
+	p, err := New(Config{Source: SourceFunc(func(context.Context, int64, string, string, bool) (*Target, error) { return nil, nil })})
+	if err != nil {
+		t.Fatal(err)
 	}
-	sp.pack()
-	if !slices.Equal(fields, vals) {
-		t.Fatalf("packed %q, want %q", fields, vals)
+	exp := time.Date(2400, 1, 2, 3, 4, 5, 6, time.UTC)
+	obt := time.Date(2026, 11, 25, 1, 2, 3, 999, time.FixedZone("x", 3600))
+	var zero time.Time
+	headers := map[string]string{}
+	for i := range unpackedInline + 3 {
+		headers[fmt.Sprintf("X-H%02d", i)] = fmt.Sprintf("v%d-${connectionConfig.tenant}", i)
 	}
-	base := unsafe.StringData(fields[0])
-	total := 0
-	for _, f := range []string{"alpha", "beta", "gamma", "al"} {
-		total += len(f)
+	src := &Target{ClientID: "cid", ClientSecret: "cs", PrivateKey: "pem",
+		Provider: &integrations.Provider{Name: "fake", AuthMode: integrations.AuthModeOAuth2,
+			Proxy: &integrations.Proxy{BaseURL: "https://api.example.com:8443/v1/${connectionConfig.tenant}/%2F?a=b",
+				Headers: headers, Query: map[string]string{"q1": "${connectionConfig.tenant}", "q2": "two"}}},
+		Connection: &connections.Connection{ID: -7, EnvironmentID: 1 << 40, IntegrationKey: "gh", ConnectionID: "c-é",
+			Provider: "fake", WebhookURLOverride: "", AuthMode: integrations.AuthModeOAuth2, RefreshAttempts: 3, Version: 9,
+			ConnectionConfig: map[string]any{"tenant": "acme"}, CredentialsExpiresAt: &exp, LastFetchedAt: &zero,
+			CreatedAt: obt, UpdatedAt: time.Time{},
+			Credentials: &connections.Credentials{Type: "OAUTH2", AccessToken: "at", RefreshToken: "rt", ExpiresAt: &exp,
+				ObtainedAt: &obt, OAuthToken: "ot", OAuthTokenSecret: "ots", Token: "tk", ClientID: "ci", ClientSecret: "cse",
+				APIKey: "ak", Username: "un", Password: "pw", JWTToken: "jw", TokenID: "ti", TokenSecret: "tsec",
+				ConfigOverride: &connections.ConfigOverride{ClientID: "oid", ClientSecret: ""}}}}
+	want := p.Pack(src) // computes src's injection and base, as Target carries them
+	got := want.Target()
+	inj, err := p.inject(src)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, f := range fields {
-		if f == "" {
-			continue
+	base, err := (&call{p: p, t: src}).computeBaseURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantConn := *src.Connection
+	wantConn.ConnectionConfig = nil
+	wantCreds := *src.Connection.Credentials
+	wantConn.Credentials = &wantCreds
+	opts := []cmp.Option{cmp.AllowUnexported(injection{}, headerField{}), cmpopts.IgnoreUnexported(Target{}),
+		cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }), cmpopts.EquateEmpty()}
+	if d := cmp.Diff(&wantConn, got.Connection, opts...); d != "" {
+		t.Errorf("connection (-want +got):\n%s", d)
+	}
+	if got.Connection.LastFetchedAt == nil || !got.Connection.LastFetchedAt.IsZero() || got.Connection.LastRefreshFailure != nil {
+		t.Errorf("a zero time must come back zero and a nil one nil: %v, %v", got.Connection.LastFetchedAt, got.Connection.LastRefreshFailure)
+	}
+	if got.ClientID != "cid" || got.ClientSecret != "cs" || got.PrivateKey != "pem" || got.Provider != src.Provider {
+		t.Errorf("target %+v", got)
+	}
+	if d := cmp.Diff(inj, got.injection.Load(), opts...); d != "" {
+		t.Errorf("injection (-want +got):\n%s", d)
+	}
+	if gu := got.base.Load(); gu == nil || gu.u.String() != base.String() || gu.u.RawPath != base.RawPath || gu.u.RawQuery != "a=b" {
+		t.Errorf("base %v, want %v", gu, base)
+	}
+	for _, now := range []time.Time{time.Now(), exp.Add(-time.Minute), exp.Add(time.Minute)} {
+		if w := !connections.RefreshDue(src.Connection.Credentials, now, time.Hour); want.Fresh(now, time.Hour) != w {
+			t.Errorf("Fresh at %v = %v, want %v", now, !w, w)
 		}
-		off := uintptr(unsafe.Pointer(unsafe.StringData(f))) - uintptr(unsafe.Pointer(base))
-		if off > uintptr(total) {
-			t.Fatalf("field %d (%q) is not in the shared string", i, f)
-		}
 	}
-	if unsafe.StringData(fields[3]) != base || unsafe.StringData(fields[5]) != unsafe.StringData(fields[2]) {
-		t.Fatal("a repeated value was stored twice")
+	cc := &Target{Provider: src.Provider, Connection: &connections.Connection{AuthMode: integrations.AuthModeOAuth2CC,
+		ConnectionConfig: map[string]any{"tenant": "acme"},
+		Credentials: &connections.Credentials{Type: integrations.AuthModeOAuth2CC}}}
+	if p.Pack(cc).Fresh(time.Now(), time.Hour) {
+		t.Error("client credentials without a token are fresh")
+	}
+	if (Packed{}).Target() != nil {
+		t.Error("the zero Packed has a Target")
 	}
 }
 
-// BenchmarkPrimeHeap measures what a cache of primed Targets costs the
+// BenchmarkPrimeHeap measures what a cache of packed Targets costs the
 // garbage collector: the heap objects and bytes per Target kept, and the
 // time of a full collection with 100,000 of them live, against the same
-// Targets kept unprimed (as loaded, then used once: their injection and
+// Targets kept unpacked (as loaded, then used once: their injection and
 // base URL computed). Each connection's strings are allocated one by one,
 // as a store's decoding allocates them.
 func BenchmarkPrimeHeap(b *testing.B) {
@@ -174,13 +223,13 @@ func BenchmarkPrimeHeap(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		m := make(map[key]*Target, n)
+		m := make(map[key]Packed, n)
 		for i := range n {
 			t := load(i)
 			if prime {
-				t = p.Prime(t)
+				m[key{1, "github", fmt.Sprintf("user-%d", i)}] = p.Pack(t)
 			} else {
-				// As a cache of unprimed Targets holds them once used:
+				// As a cache of unpacked Targets holds them once used:
 				// the injection and base URL computed on the first call.
 				c := &call{p: p}
 				if err := c.setTarget(t); err != nil {
@@ -189,8 +238,8 @@ func BenchmarkPrimeHeap(b *testing.B) {
 				if _, err := c.baseURL(); err != nil {
 					b.Fatal(err)
 				}
+				m[key{1, "github", fmt.Sprintf("user-%d", i)}] = Packed{full: t}
 			}
-			m[key{1, "github", fmt.Sprintf("user-%d", i)}] = t
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -203,23 +252,23 @@ func BenchmarkPrimeHeap(b *testing.B) {
 		runtime.KeepAlive(m)
 		return float64(after.HeapObjects-before.HeapObjects) / n, float64(after.HeapAlloc-before.HeapAlloc) / n, gc
 	}
-	var fullGC, primedGC time.Duration
-	var fullObj, primedObj, fullBytes, primedBytes float64
+	var fullGC, packedGC time.Duration
+	var fullObj, packedObj, fullBytes, packedBytes float64
 	for i := range b.N {
 		for _, prime := range []bool{i%2 == 0, i%2 != 0} { // alternating which goes first
 			o, by, g := measure(prime)
 			if prime {
-				primedObj, primedBytes, primedGC = o, by, primedGC+g
+				packedObj, packedBytes, packedGC = o, by, packedGC+g
 			} else {
 				fullObj, fullBytes, fullGC = o, by, fullGC+g
 			}
 		}
 	}
 	b.ReportMetric(fullObj, "full-objects/target")
-	b.ReportMetric(primedObj, "primed-objects/target")
+	b.ReportMetric(packedObj, "packed-objects/target")
 	b.ReportMetric(fullBytes, "full-B/target")
-	b.ReportMetric(primedBytes, "primed-B/target")
+	b.ReportMetric(packedBytes, "packed-B/target")
 	b.ReportMetric(float64(fullGC.Microseconds())/float64(b.N)/1000, "full-gc-ms")
-	b.ReportMetric(float64(primedGC.Microseconds())/float64(b.N)/1000, "primed-gc-ms")
-	b.ReportMetric(float64(primedGC)/float64(fullGC), "gc-ratio")
+	b.ReportMetric(float64(packedGC.Microseconds())/float64(b.N)/1000, "packed-gc-ms")
+	b.ReportMetric(float64(packedGC)/float64(fullGC), "gc-ratio")
 }
