@@ -181,7 +181,7 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 	cc := &Target{Provider: src.Provider, Connection: &connections.Connection{AuthMode: integrations.AuthModeOAuth2CC,
 		ConnectionConfig: map[string]any{"tenant": "acme"},
-		Credentials: &connections.Credentials{Type: integrations.AuthModeOAuth2CC}}}
+		Credentials:      &connections.Credentials{Type: integrations.AuthModeOAuth2CC}}}
 	if p.Pack(cc).Fresh(time.Now(), time.Hour) {
 		t.Error("client credentials without a token are fresh")
 	}
