@@ -227,7 +227,8 @@ type Config struct {
 	// always.
 	ProxyCacheMaxAge time.Duration
 	// ProxyCacheEntries bounds the number of connections the proxy caches
-	// (each takes about 2 KiB with its credentials). Defaults to
+	// (each takes about 1 KiB with its credentials, in a form the garbage
+	// collector does not scan: see proxy.Packed). Defaults to
 	// DefaultProxyCacheEntries (100,000).
 	ProxyCacheEntries int
 	// ChangePollInterval is how often a started Service reads the Store's
