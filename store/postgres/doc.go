@@ -94,8 +94,11 @@
 //     of a reconnect session (empty otherwise); allowed_integrations text[];
 //     sealed_integrations_config_defaults text; overrides and tags jsonb;
 //     indexed by expires_at for pruning.
-//   - operations_log: text id primary key; indexes for each filter, newest
-//     first; a BRIN index on created_at for pruning by age.
+//   - operations_log: text id primary key; indexes by environment and by
+//     connection, newest first (the lists by type or integration walk the
+//     environment's, filtering: each index costs every write, and a bulk
+//     import writes an entry per connection); a BRIN index on created_at
+//     for pruning by age.
 //   - rate_limits: the counters of [RateLimiter]: per key and window, the
 //     requests leased out, which grows by whole blocks and so may pass the
 //     limit (the part of a block beyond it is not granted).
