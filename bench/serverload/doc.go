@@ -23,10 +23,13 @@
 //
 // Its load generator opens one keep-alive connection per client and keeps
 // one request in flight on each, like wrk; each request is for a random one
-// of the -n connections (default 1,000; with 100,000 the proxy's cache
-// fills during the first rounds and then holds them all, the server's live
-// heap with it), with the bytes
-// @nangohq/node@0.71.10 sends. After a warm-up it runs, for -rounds rounds,
+// of the -n connections (default 1,000), with the bytes
+// @nangohq/node@0.71.10 sends. First it sweeps (-sweep, on by default):
+// each variant requests each of the -n connections once at the highest
+// concurrency, so that the rounds measure a server in steady state, its
+// proxy cache holding the connections in use (with -sweep=false and
+// 100,000 connections the cache fills during the first rounds). After a
+// warm-up it runs, for -rounds rounds,
 // each variant at each concurrency (-c, default 1 and 64) for -duration
 // (default 10 s, so that the 10 s API-key cache expires during every run;
 // the server follows the change feed, so the proxy keeps connections for
