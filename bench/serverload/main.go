@@ -396,11 +396,11 @@ func (b *bench) measureAll(ctx context.Context, rep *report) error {
 	top := slices.Max(cfg.Concurrencies)
 	if cfg.Sweep {
 		for _, name := range cfg.Variants {
-			r, err := b.measure(ctx, 0, name, top, 0)
+			r, err := b.measure(ctx, -1, name, top, 0)
 			if err != nil {
 				return err
 			}
-			rep.Warmup = append(rep.Warmup, r)
+			rep.Sweep = append(rep.Sweep, r)
 		}
 	}
 	if cfg.Warmup > 0 {

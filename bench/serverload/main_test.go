@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,8 +81,14 @@ func TestBench(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if len(rep.Warmup) != 4 || len(rep.Runs) != 2*2*4 {
-		t.Fatalf("%d warm-up runs and %d runs, want 4 and 16", len(rep.Warmup), len(rep.Runs))
+	if len(rep.Sweep) != 4 || len(rep.Warmup) != 4 || len(rep.Runs) != 2*2*4 {
+		t.Fatalf("%d sweeps, %d warm-up runs and %d runs, want 4, 4 and 16", len(rep.Sweep), len(rep.Warmup), len(rep.Runs))
+	}
+	for _, r := range rep.Sweep {
+		// A sweep requests each connection once.
+		if r.Requests != 30 || r.Round != -1 {
+			t.Errorf("sweep %+v: want 30 requests, one per connection, as round -1", r)
+		}
 	}
 	for _, r := range rep.Runs {
 		// Each run is three slices of 100 ms, taken in turns.
@@ -90,7 +97,7 @@ func TestBench(t *testing.T) {
 		}
 	}
 	cpu := map[string]float64{}
-	for _, r := range append(rep.Warmup, rep.Runs...) {
+	for _, r := range slices.Concat(rep.Sweep, rep.Warmup, rep.Runs) {
 		if r.Requests == 0 || r.Errors != 0 || r.Bad != 0 {
 			t.Errorf("run %+v: want requests and no errors", r)
 		}

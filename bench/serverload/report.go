@@ -11,7 +11,7 @@ import (
 
 // runResult is one measured run: one variant at one concurrency.
 type runResult struct {
-	Round       int     `json:"round"` // 0 for the warm-up
+	Round       int     `json:"round"` // 0 for the warm-up, -1 for the sweep
 	Variant     string  `json:"variant"`
 	Concurrency int     `json:"concurrency"`
 	Requests    int     `json:"requests"` // answered as expected
@@ -95,8 +95,11 @@ func printRunHeader(w io.Writer) {
 
 func printRun(w io.Writer, r runResult) {
 	round := "warm"
-	if r.Round > 0 {
+	switch {
+	case r.Round > 0:
 		round = fmt.Sprint(r.Round)
+	case r.Round < 0:
+		round = "sweep"
 	}
 	sessions := "n/a"
 	if r.PGNewSessions >= 0 {
@@ -120,6 +123,7 @@ type report struct {
 	Host      hostReport   `json:"host"`
 	Database  string       `json:"database"` // dropped at the end
 	Seed      seedReport   `json:"seed"`
+	Sweep     []runResult  `json:"sweep"`
 	Warmup    []runResult  `json:"warmup"`
 	Runs      []runResult  `json:"runs"`
 	Summary   []summaryRow `json:"summary"`
