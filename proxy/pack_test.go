@@ -190,13 +190,13 @@ func TestPackRoundTrip(t *testing.T) {
 	}
 }
 
-// BenchmarkPrimeHeap measures what a cache of packed Targets costs the
+// BenchmarkPackHeap measures what a cache of packed Targets costs the
 // garbage collector: the heap objects and bytes per Target kept, and the
 // time of a full collection with 100,000 of them live, against the same
 // Targets kept unpacked (as loaded, then used once: their injection and
 // base URL computed). Each connection's strings are allocated one by one,
 // as a store's decoding allocates them.
-func BenchmarkPrimeHeap(b *testing.B) {
+func BenchmarkPackHeap(b *testing.B) {
 	const n = 100_000
 	p, err := New(Config{Source: SourceFunc(func(context.Context, int64, string, string, bool) (*Target, error) { return nil, nil })})
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // collection the marking of one pointer-free string, where a Target with
 // everything it points to costs dozens of pointers in scattered memory,
 // which made collections, and so calls, slower as the cache filled
-// (BenchmarkPrimeHeap measures both). Target rebuilds a Target for each
+// (BenchmarkPackHeap measures both). Target rebuilds a Target for each
 // call, with one allocation.
 //
 // The zero Packed holds nothing; Target returns nil for it.
