@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 )
 
@@ -143,7 +144,21 @@ type ImportItem struct {
 	ReplaceConnectionConfig bool
 	ReplaceMetadata         bool
 	ReplaceTags             bool
+	// Log, when set, is the import's operations log entry, stamped
+	// (oplog.Writer.Stamp), with the connection's EnvironmentID,
+	// IntegrationKey and ConnectionID. ImportConnections stores it with
+	// the connection, in the same write, after setting its Operation to
+	// OpImportCreate or OpImportUpdate by outcome. An ID stored already,
+	// or given twice, fails the import with ErrConflict (which, unlike the
+	// refusals above, may abort an enclosing transaction).
+	Log *oplog.Entry
 	// Created is set by ImportConnections: whether Connection was created
 	// rather than updated.
 	Created bool
 }
+
+// The operations of an import's operations log entry (ImportItem.Log).
+const (
+	OpImportCreate = "import_create"
+	OpImportUpdate = "import_update"
+)

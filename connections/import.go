@@ -196,7 +196,7 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.writeImport(ctx, environmentID, []*ImportItem{p}); err != nil {
+	if err := s.store.ImportConnections(ctx, []*ImportItem{p}); err != nil {
 		return nil, false, err
 	}
 	c := p.Connection
@@ -351,7 +351,7 @@ func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []Im
 			}
 			return store.Invalid("invalid_body", fmt.Sprintf("%d of the %d connections %s invalid; none was imported.", invalid, len(ins), verb), fe...)
 		}
-		return s.recordImports(ctx, environmentID, items)
+		return nil
 	})
 	close(stop)
 	for range ready { // let the goroutine end when the transaction ended early
@@ -468,36 +468,14 @@ func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup fun
 	if err := s.seal(c); err != nil {
 		return nil, err
 	}
+	// The operations log entry, stored with the connection (its Operation
+	// is set by outcome).
+	e := &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: OpImportCreate,
+		IntegrationKey: c.IntegrationKey, ConnectionID: c.ConnectionID,
+		Message: "connection imported", Meta: map[string]any{"auth_mode": c.AuthMode}}
+	s.log.Stamp(e)
 	return &ImportItem{Connection: c, ReplaceConnectionConfig: in.ConnectionConfig != nil,
-		ReplaceMetadata: in.Metadata != nil, ReplaceTags: tags != nil}, nil
-}
-
-// writeImport stores prepared imports and their operations log entries in
-// one transaction.
-func (s *Service) writeImport(ctx context.Context, environmentID int64, items []*ImportItem) error {
-	return s.store.WithTx(ctx, func(ctx context.Context) error {
-		if err := s.store.ImportConnections(ctx, items); err != nil {
-			return err
-		}
-		return s.recordImports(ctx, environmentID, items)
-	})
-}
-
-// recordImports writes the operations log entries of stored imports.
-func (s *Service) recordImports(ctx context.Context, environmentID int64, items []*ImportItem) error {
-	{
-		entries := make([]*oplog.Entry, len(items))
-		for i, p := range items {
-			op := "import_update"
-			if p.Created {
-				op = "import_create"
-			}
-			entries[i] = &oplog.Entry{EnvironmentID: environmentID, Type: "connection", Operation: op,
-				IntegrationKey: p.Connection.IntegrationKey, ConnectionID: p.Connection.ConnectionID,
-				Message: "connection imported", Meta: map[string]any{"auth_mode": p.Connection.AuthMode}}
-		}
-		return s.log.RecordAll(ctx, entries)
-	}
+		ReplaceMetadata: in.Metadata != nil, ReplaceTags: tags != nil, Log: e}, nil
 }
 
 // importCredentials builds credentials of the provider's auth mode from an

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 )
 
@@ -225,8 +226,26 @@ func (s *Store) LockConnection(ctx context.Context, environmentID int64, integra
 // writes nothing.
 func (s *Store) ImportConnections(ctx context.Context, items []*connections.ImportItem) error {
 	stored := make([]*connections.Connection, len(items))
+	logs := make([]*oplog.Entry, len(items))
 	seen := make(map[connKey]struct{}, len(items))
+	logIDs := map[string]struct{}{}
 	for i, it := range items {
+		if it.Log != nil {
+			meta, err := normalizeJSON("meta", it.Log.Meta)
+			if err != nil {
+				return err
+			}
+			e := *it.Log
+			e.Meta = meta
+			if err := checkText(&e); err != nil {
+				return err
+			}
+			if _, twice := logIDs[e.ID]; twice {
+				return fmt.Errorf("log entry %q: %w", e.ID, store.ErrConflict)
+			}
+			logIDs[e.ID] = struct{}{}
+			logs[i] = &e
+		}
 		c, err := storableConnection(it.Connection)
 		if err != nil {
 			return err
@@ -249,6 +268,11 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 	for _, c := range stored {
 		if s.integrationByKey(c.EnvironmentID, c.IntegrationKey) == nil {
 			return fmt.Errorf("integration %q: %w", c.IntegrationKey, store.ErrNotFound)
+		}
+	}
+	for id := range logIDs {
+		if _, dup := s.d.logIDs[id]; dup {
+			return fmt.Errorf("log entry %q: %w", id, store.ErrConflict)
 		}
 	}
 	for i, it := range items {
@@ -281,6 +305,18 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 		s.d.conns[id] = &u
 		*it.Connection = *copyConnection(&u)
 		it.Created = false
+	}
+	// The log entries, with the operation of each outcome.
+	for i, it := range items {
+		if e := logs[i]; e != nil {
+			e.Operation = connections.OpImportUpdate
+			if it.Created {
+				e.Operation = connections.OpImportCreate
+			}
+			it.Log.Operation = e.Operation
+			s.d.logs = append(s.d.logs, e)
+			s.d.logIDs[e.ID] = struct{}{}
+		}
 	}
 	return nil
 }

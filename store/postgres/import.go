@@ -55,28 +55,37 @@ var importConflict = `
 		version = c.version + 1
 	RETURNING ` + importOutput
 
-// qImportConnections writes connections of one environment whose items
-// have the same Replace flags ($18 to $20) in one statement: an insert
-// whose conflict action updates the existing ones. Its arrays ($2 to $17)
-// hold one element per connection, in the order of their identities,
-// which ImportConnections sorts so that concurrent imports lock shared
-// rows in the same order. g locks the integrations (FOR KEY SHARE, as the
-// foreign key check does) so that none is deleted before the transaction
-// ends; when one is missing, nothing is written and no row is returned.
-var qImportConnections = newQuery(`
+// importStatement is the text of qImportConnections, or with logged of
+// qImportConnectionsLogged.
+func importStatement(logged bool) string {
+	logArrays, logNames, log := "", "", ""
+	if logged {
+		logArrays = ",\n\t\t\t$21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::text[]"
+		logNames = ",\n\t\t\tlog_id, log_type, log_status, log_message, log_meta, log_created_at"
+		log = `,
+	l AS (
+		INSERT INTO {s}.operations_log (id, environment_id, type, operation, status, integration_key,
+			connection_id, message, meta, created_at)
+		SELECT i.log_id, $1, i.log_type, CASE WHEN w.created THEN $27 ELSE $28 END, i.log_status,
+			w.integration_key, w.connection_id, i.log_message, i.log_meta::jsonb,
+			i.log_created_at::timestamptz
+		FROM w JOIN i ON i.integration_key = w.integration_key AND i.connection_id = w.connection_id)`
+	}
+	return `
 	WITH i AS (
 		SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-			$15::integer[], $16::text[], $17::text[]) WITH ORDINALITY
+			$15::integer[], $16::text[], $17::text[]` + logArrays + `) WITH ORDINALITY
 		AS i(integration_key, connection_id, provider, connection_config, metadata, tags,
 			webhook_url_override, auth_mode, sealed_credentials, credentials_expires_at, errors,
-			last_fetched_at, last_refresh_failure, refresh_attempts, created_at, updated_at, n)),
+			last_fetched_at, last_refresh_failure, refresh_attempts, created_at, updated_at` + logNames + `, n)),
 	g AS (
 		SELECT unique_key FROM {s}.integrations
 		WHERE environment_id = $1 AND unique_key IN (SELECT integration_key FROM i)
 		FOR KEY SHARE),
 	ok AS (
-		SELECT NOT EXISTS (SELECT 1 FROM i WHERE integration_key NOT IN (SELECT unique_key FROM g)) AS ok)
+		SELECT NOT EXISTS (SELECT 1 FROM i WHERE integration_key NOT IN (SELECT unique_key FROM g)) AS ok),
+	w(created, ` + connectionColumns + `) AS (
 	INSERT INTO {s}.connections AS c (environment_id, integration_key, connection_id, provider,
 		connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
 		credentials_expires_at, errors, last_fetched_at, last_refresh_failure, refresh_attempts,
@@ -87,7 +96,27 @@ var qImportConnections = newQuery(`
 		i.last_refresh_failure::timestamptz, i.refresh_attempts, 1, i.created_at::timestamptz,
 		i.updated_at::timestamptz
 	FROM i, ok WHERE ok.ok
-	ORDER BY i.n` + importConflict)
+	ORDER BY i.n` + importConflict + `)` + log + `
+	SELECT * FROM w`
+}
+
+// qImportConnections writes connections of one environment whose items
+// have the same Replace flags ($18 to $20) in one statement: an insert
+// whose conflict action updates the existing ones. Its arrays ($2 to $17)
+// hold one element per connection, in the order of their identities,
+// which ImportConnections sorts so that concurrent imports lock shared
+// rows in the same order. g locks the integrations (FOR KEY SHARE, as the
+// foreign key check does) so that none is deleted before the transaction
+// ends; when one is missing, nothing is written and no row is returned.
+var qImportConnections = newQuery(importStatement(false))
+
+// qImportConnectionsLogged is qImportConnections that also stores each
+// connection's operations log entry (ImportItem.Log), from the arrays $21
+// to $26 (id, type, status, message, meta, created_at) and the operation
+// $27 of a created connection or $28 of an updated one, in the same
+// statement: a bulk import writes its connections and their log in one
+// round trip per batch.
+var qImportConnectionsLogged = newQuery(importStatement(true))
 
 // qImportConnection is qImportConnections for one connection, with its
 // values as parameters: a plain upsert, cheaper to plan than the batch's
@@ -143,14 +172,15 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 	// The statements: by environment, then by flags, each in identity
 	// order.
 	type group struct {
-		env   int64
-		flags [3]bool
+		env    int64
+		flags  [3]bool
+		logged bool
 	}
 	var groups []group
 	rows := map[group][]importRow{}
 	for _, i := range order {
 		it := items[i]
-		g := group{it.Connection.EnvironmentID, [3]bool{it.ReplaceConnectionConfig, it.ReplaceMetadata, it.ReplaceTags}}
+		g := group{it.Connection.EnvironmentID, [3]bool{it.ReplaceConnectionConfig, it.ReplaceMetadata, it.ReplaceTags}, it.Log != nil}
 		if _, ok := rows[g]; !ok {
 			groups = append(groups, g)
 		}
@@ -182,7 +212,7 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 			}
 		}
 		for _, g := range groups {
-			if err := s.importRows(ctx, rows[g], g.flags); err != nil {
+			if err := s.importRows(ctx, rows[g], g.flags, g.logged); err != nil {
 				return err
 			}
 		}
@@ -192,6 +222,23 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 
 // importOne is ImportConnections of one item.
 func (s *Store) importOne(ctx context.Context, it *connections.ImportItem) error {
+	if it.Log == nil {
+		return s.upsertOne(ctx, it)
+	}
+	return s.WithTx(ctx, func(ctx context.Context) error {
+		if err := s.upsertOne(ctx, it); err != nil {
+			return err
+		}
+		it.Log.Operation = connections.OpImportUpdate
+		if it.Created {
+			it.Log.Operation = connections.OpImportCreate
+		}
+		return s.AppendLog(ctx, it.Log)
+	})
+}
+
+// upsertOne writes the connection of it, and not its Log.
+func (s *Store) upsertOne(ctx context.Context, it *connections.ImportItem) error {
 	c := it.Connection
 	cfg, md, tags, errs, err := connectionJSON(c)
 	if err != nil {
@@ -264,14 +311,23 @@ func (s *Store) checkIntegrations(ctx context.Context, rows []importRow) error {
 }
 
 // importRows writes rows, all of one environment, with the Replace flags
-// flags, in one qImportConnections.
-func (s *Store) importRows(ctx context.Context, rows []importRow, flags [3]bool) error {
-	a := newImportArrays(len(rows))
+// flags, in one qImportConnections, or with logged (every row has a Log)
+// one qImportConnectionsLogged.
+func (s *Store) importRows(ctx context.Context, rows []importRow, flags [3]bool, logged bool) error {
+	a := newImportArrays(len(rows), logged)
 	for i := range rows {
-		a.add(&rows[i])
+		if err := a.add(&rows[i]); err != nil {
+			return err
+		}
 	}
+	q := qImportConnections
 	args := append(a.args(rows[0].env), flags[0], flags[1], flags[2])
-	rs, err := s.ext(ctx).QueryContext(ctx, s.text(qImportConnections), args...)
+	if logged {
+		q = qImportConnectionsLogged
+		l := a.log
+		args = append(args, l[0], l[1], l[2], l[3], l[4], l[5], connections.OpImportCreate, connections.OpImportUpdate)
+	}
+	rs, err := s.ext(ctx).QueryContext(ctx, s.text(q), args...)
 	if err != nil {
 		return dbErr(ctx, "import connections", err, store.ErrNotFound)
 	}
@@ -294,6 +350,12 @@ func (s *Store) importRows(ctx context.Context, rows []importRow, flags [3]bool)
 		delete(byIdentity, k)
 		if err := r.fill(it); err != nil {
 			return err
+		}
+		if it.Log != nil {
+			it.Log.Operation = connections.OpImportUpdate
+			if it.Created {
+				it.Log.Operation = connections.OpImportCreate
+			}
 		}
 	}
 	if err := rs.Err(); err != nil {
@@ -344,25 +406,32 @@ func (r *importRow) set(it *connections.ImportItem) error {
 	return nil
 }
 
-// importArrays are the array arguments of qImportConnections.
+// importArrays are the array arguments of qImportConnections and
+// qImportConnectionsLogged.
 type importArrays struct {
 	text [15]textArray // $2 to $14, $16, $17
 	ints pq.Int64Array
+	log  [6]textArray // $21 to $26, when logged
 	// lastTime and lastText memoise timeText: the connections of an
 	// import share their timestamps.
 	lastTime time.Time
 	lastText *string
 }
 
-func newImportArrays(n int) *importArrays {
+func newImportArrays(n int, logged bool) *importArrays {
 	a := &importArrays{ints: make(pq.Int64Array, 0, n)}
 	for i := range a.text {
 		a.text[i] = make(textArray, 0, n)
 	}
+	if logged {
+		for i := range a.log {
+			a.log[i] = make(textArray, 0, n)
+		}
+	}
 	return a
 }
 
-func (a *importArrays) add(r *importRow) {
+func (a *importArrays) add(r *importRow) error {
 	c := r.c
 	str := func(s string) *string { return &s }
 	for i, v := range []*string{str(c.IntegrationKey), str(c.ConnectionID), str(c.Provider), r.cfg, r.md, r.tags,
@@ -371,6 +440,22 @@ func (a *importArrays) add(r *importRow) {
 		a.text[i] = append(a.text[i], v)
 	}
 	a.ints = append(a.ints, int64(c.RefreshAttempts))
+	if a.log[0] == nil {
+		return nil
+	}
+	e := r.item.Log
+	meta, err := jsonArg("meta", e.Meta)
+	if err != nil {
+		return err
+	}
+	var m *string
+	if v, ok := meta.(string); ok {
+		m = &v
+	}
+	for i, v := range []*string{str(e.ID), str(e.Type), str(e.Status), str(e.Message), m, a.timeText(&e.CreatedAt)} {
+		a.log[i] = append(a.log[i], v)
+	}
+	return nil
 }
 
 func (a *importArrays) args(env int64) []any {

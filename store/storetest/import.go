@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -20,6 +21,7 @@ var importTests = []test{
 	{"Many", testImportMany},
 	{"KeyIDs", testImportKeyIDs},
 	{"Logs", testAppendLogs},
+	{"WithLogs", testImportWithLogs},
 }
 
 // importItem returns an item creating connection id of integration key,
@@ -352,5 +354,60 @@ func testAppendLogs(t *testing.T, s Store) {
 	must(t, err)
 	if got := list(); len(got) != 4 || got[0].ID != "l6" {
 		t.Errorf("after the transaction: %v", got)
+	}
+}
+
+// testImportWithLogs: an ImportItem's Log is stored with its connection,
+// its Operation set by outcome, in a batch and alone; a Log ID stored
+// already, or given twice, fails the import with nothing written.
+func testImportWithLogs(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	newIntegration(t, s, env.ID, "github")
+	newConn(t, s, env.ID, "github", "old", nil)
+	logged := func(id string, n int) *connections.ImportItem {
+		it := importItem(env.ID, "github", id)
+		it.Log = &oplog.Entry{ID: "log-" + id, EnvironmentID: env.ID, Type: "connection", Operation: "placeholder",
+			Status: oplog.StatusSuccess, IntegrationKey: "github", ConnectionID: id, Message: "connection imported",
+			Meta: map[string]any{"auth_mode": "OAUTH2", "n": float64(n)}, CreatedAt: at(n)}
+		return it
+	}
+	list := func() []*oplog.Entry {
+		t.Helper()
+		got, err := s.ListLogs(ctx, oplog.Filter{EnvironmentID: env.ID})
+		must(t, err)
+		return got
+	}
+	batch := []*connections.ImportItem{logged("a", 1), logged("old", 2), logged("b", 3)}
+	must(t, s.ImportConnections(ctx, batch))
+	for i, want := range []string{connections.OpImportCreate, connections.OpImportUpdate, connections.OpImportCreate} {
+		if got := batch[i].Log.Operation; got != want {
+			t.Errorf("batch item %d: Log.Operation = %q, want %q", i, got, want)
+		}
+	}
+	one := []*connections.ImportItem{logged("a", 4)}
+	one[0].Log.ID = "log-a-again"
+	must(t, s.ImportConnections(ctx, one))
+	if one[0].Log.Operation != connections.OpImportUpdate {
+		t.Errorf("single item: Log.Operation = %q, want %q", one[0].Log.Operation, connections.OpImportUpdate)
+	}
+	want := []*oplog.Entry{one[0].Log, batch[2].Log, batch[1].Log, batch[0].Log}
+	diff(t, "logs", want, list())
+
+	// Refused: nothing of the import is written.
+	stored := logged("c", 5)
+	stored.Log.ID = "log-b"
+	wantErr(t, "ImportConnections(stored log id)", s.ImportConnections(ctx, []*connections.ImportItem{logged("d", 5), stored}), store.ErrConflict)
+	twice := logged("f", 6)
+	twice.Log.ID = "log-e"
+	wantErr(t, "ImportConnections(log id twice)", s.ImportConnections(ctx, []*connections.ImportItem{logged("e", 6), twice}), store.ErrConflict)
+	single := logged("g", 7)
+	single.Log.ID = "log-a"
+	wantErr(t, "ImportConnections(one item, stored log id)", s.ImportConnections(ctx, []*connections.ImportItem{single}), store.ErrConflict)
+	diff(t, "logs after refused imports", want, list())
+	for _, id := range []string{"c", "d", "e", "f", "g"} {
+		if _, err := s.GetConnection(ctx, env.ID, "github", id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("connection %q after the refused imports: %v, want ErrNotFound", id, err)
+		}
 	}
 }
