@@ -130,10 +130,10 @@ type FunctionStore interface {
 	SetFunctionEnabled(ctx context.Context, environmentID int64, integration string, kind Kind, name string, enabled bool) error
 }
 
-// Sync is the schedule of one sync function for one connection and
-// variant: a sync in Nango's terms. It is identified by ID, and by
-// (ConnectionID, Name, Variant).
-type Sync struct {
+// Schedule is the schedule of one sync function for one connection and
+// variant: a "sync" in Nango's terms (the SyncStore's methods keep that
+// name). It is identified by ID, and by (ConnectionID, Name, Variant).
+type Schedule struct {
 	// ID is a random UUID.
 	ID            string
 	EnvironmentID int64
@@ -183,7 +183,7 @@ type ModelResult struct {
 	Deleted int `json:"deleted"`
 }
 
-// SyncRun is one run of a Sync.
+// SyncRun is one run of a Schedule.
 type SyncRun struct {
 	// ID is a random UUID.
 	ID     string
@@ -237,25 +237,25 @@ type SyncFilter struct {
 	AfterID string
 }
 
-// SyncStore holds syncs and their runs.
+// SyncStore holds syncs (Schedules) and their runs.
 type SyncStore interface {
 	// CreateSyncs creates the syncs that do not exist yet (by
 	// ConnectionID, Name, Variant) and leaves the others as they are. It
 	// sets ID, CreatedAt, UpdatedAt and Version of the syncs it created
 	// (from their CreatedAt, which the caller sets) and returns how many
 	// it created.
-	CreateSyncs(ctx context.Context, syncs []*Sync) (int, error)
+	CreateSyncs(ctx context.Context, syncs []*Schedule) (int, error)
 	// GetSync returns a sync by identity, or ErrNotFound.
-	GetSync(ctx context.Context, connectionID int64, name, variant string) (*Sync, error)
+	GetSync(ctx context.Context, connectionID int64, name, variant string) (*Schedule, error)
 	// GetSyncByID returns a sync by ID, or ErrNotFound.
-	GetSyncByID(ctx context.Context, id string) (*Sync, error)
+	GetSyncByID(ctx context.Context, id string) (*Schedule, error)
 	// ListSyncs returns the syncs matching f, by ID.
-	ListSyncs(ctx context.Context, f SyncFilter) ([]*Sync, error)
+	ListSyncs(ctx context.Context, f SyncFilter) ([]*Schedule, error)
 	// UpdateSync replaces the mutable fields (Frequency, Interval, Paused,
 	// NextRunAt, LastSyncDate, RunID, UpdatedAt) of the sync with s.ID when
 	// its stored Version equals s.Version, then sets s.Version to the next
 	// one. A stale version is ErrConflict; a missing sync ErrNotFound.
-	UpdateSync(ctx context.Context, s *Sync) error
+	UpdateSync(ctx context.Context, s *Schedule) error
 	// DeleteSync deletes a sync and its runs, or returns ErrNotFound.
 	DeleteSync(ctx context.Context, id string) error
 	// CountSyncVariants counts the syncs of a connection and sync name
@@ -266,7 +266,7 @@ type SyncStore interface {
 	// by another transaction, and returns them. It must run in a
 	// transaction (WithTx): the caller creates their runs and updates them
 	// before it commits, so no other instance claims them meanwhile.
-	ClaimDueSyncs(ctx context.Context, now time.Time, limit int) ([]*Sync, error)
+	ClaimDueSyncs(ctx context.Context, now time.Time, limit int) ([]*Schedule, error)
 
 	// CreateSyncRun stores a new run (ID set by the caller).
 	CreateSyncRun(ctx context.Context, r *SyncRun) error
