@@ -207,6 +207,9 @@ type SyncRun struct {
 	HeartbeatAt *time.Time
 	// CancelRequested asks the instance running it to stop it.
 	CancelRequested bool
+	// Supersedes is the run this one replaced (a reset of a running
+	// sync): this one starts once that one has finished. Empty for most.
+	Supersedes string
 	// Result counts the changes per model.
 	Result map[string]ModelResult
 	// CheckpointFrom and CheckpointTo are the checkpoint first read and
