@@ -25,6 +25,19 @@ const (
 
 	ScopeEnvironmentVariablesRead = "environment:environment_variables:read"
 
+	// ScopeFunctionsRead lists deployed functions and their code
+	// (/integrations/{key}/functions, /scripts/config,
+	// /providers/{provider}/templates); ScopeFunctionsWrite deletes them.
+	ScopeFunctionsRead  = "environment:functions:read"
+	ScopeFunctionsWrite = "environment:functions:write"
+	// ScopeSyncsRead reads sync statuses; ScopeSyncsWrite triggers,
+	// pauses and starts syncs, sets their frequency and manages variants.
+	ScopeSyncsRead  = "environment:syncs:read"
+	ScopeSyncsWrite = "environment:syncs:write"
+	// ScopeRecordsRead lists sync records; ScopeRecordsWrite prunes them.
+	ScopeRecordsRead  = "environment:records:read"
+	ScopeRecordsWrite = "environment:records:write"
+
 	// ScopeWebhooksRead lists and reads the environment's outgoing webhook
 	// deliveries (their bodies included); ScopeWebhooksWrite resends
 	// them.
@@ -42,6 +55,8 @@ func AllScopes() []string {
 		ScopeConnectSessionsWrite, ScopeActionsExecute, ScopeProxy,
 		ScopeEnvironmentVariablesRead,
 		ScopeWebhooksRead, ScopeWebhooksWrite,
+		ScopeFunctionsRead, ScopeFunctionsWrite, ScopeSyncsRead, ScopeSyncsWrite,
+		ScopeRecordsRead, ScopeRecordsWrite,
 	}
 }
 

@@ -26,6 +26,10 @@ type Job struct {
 	// no longer counts. Use it for jobs that only say "there is work", of
 	// which one waiting is enough.
 	UniqueKey string
+	// Timeout, when positive, bounds this job's run instead of the
+	// Scheduler's default job timeout (a Scheduler without one, such as
+	// Memory, leaves timing to the handler).
+	Timeout time.Duration
 }
 
 // DefaultMaxAttempts is the number of runs of a job whose handler keeps

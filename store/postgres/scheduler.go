@@ -153,6 +153,9 @@ type jobArgs struct {
 	JobKind string          `json:"kind" river:"unique"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Unique  string          `json:"unique,omitempty" river:"unique"`
+	// TimeoutMS is the job's own timeout (jobs.Job.Timeout), in
+	// milliseconds; 0 for the Scheduler's.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 }
 
 // uniqueOpts are River's options for a job with a UniqueKey: unique by the
@@ -175,6 +178,11 @@ type worker struct {
 }
 
 func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error { return w.s.work(ctx, job) }
+
+// Timeout is the job's own timeout, or 0 for the client's (JobTimeout).
+func (w *worker) Timeout(job *river.Job[jobArgs]) time.Duration {
+	return time.Duration(job.Args.TimeoutMS) * time.Millisecond
+}
 
 // NewScheduler returns a Scheduler whose jobs live in the schema of opts
 // (see [Options]; only Schema matters), on db. It does not touch the
@@ -356,7 +364,8 @@ func (s *Scheduler) Enqueue(ctx context.Context, js ...jobs.Job) error {
 		if j.UniqueKey != "" {
 			opts.UniqueOpts = uniqueOpts
 		}
-		params = append(params, river.InsertManyParams{Args: jobArgs{JobKind: j.Kind, Args: j.Args, Unique: j.UniqueKey}, InsertOpts: opts})
+		params = append(params, river.InsertManyParams{Args: jobArgs{JobKind: j.Kind, Args: j.Args, Unique: j.UniqueKey,
+			TimeoutMS: max(j.Timeout, 0).Milliseconds()}, InsertOpts: opts})
 	}
 	if st, ok := ctx.Value(txKey{}).(*txState); ok && !st.done.Load() {
 		if st.db != s.db {

@@ -1,0 +1,173 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// ActionError is an error a function returns on purpose, with a payload
+// for its caller: POST /action/trigger answers it as 500
+// action_script_runtime_error with the payload (an object; any other
+// value is wrapped as {"message": value}).
+type ActionError struct {
+	Payload any
+}
+
+func (e *ActionError) Error() string {
+	b, err := json.Marshal(e.Payload)
+	if err != nil {
+		return "action error"
+	}
+	return "action error: " + string(b)
+}
+
+// UpstreamError is a provider's answer outside 2xx to a call made through
+// Context.Proxy. A function that returns it (or wraps it) fails with 424
+// script_http_error, carrying the upstream status, content type and rate
+// limit headers and body.
+type UpstreamError struct {
+	Status int
+	Header http.Header
+	// Body is the upstream body, at most MaxUpstreamErrorBody bytes.
+	Body []byte
+}
+
+// MaxUpstreamErrorBody is the most of an upstream error body an
+// UpstreamError keeps.
+const MaxUpstreamErrorBody = 64 << 10
+
+func (e *UpstreamError) Error() string {
+	return fmt.Sprintf("the provider answered %d %s", e.Status, http.StatusText(e.Status))
+}
+
+// InputError is an action input that does not fit the action: 400
+// invalid_action_input.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return "invalid action input: " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// PanicError is a function that panicked: a runtime error with the stack,
+// never a crash of the host.
+type PanicError struct {
+	Value any
+	// Stack holds the frames of the panic, innermost first, at most 10.
+	Stack []string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("the function panicked: %v", e.Value) }
+
+// errOutputTooLarge is an action output over MaxActionOutput.
+var errOutputTooLarge = errors.New("the action output is larger than 10 MB")
+
+// MaxActionOutput is the largest action output, encoded as JSON.
+const MaxActionOutput = 10 << 20
+
+// Failure is how a failed run is answered and reported: an HTTP status
+// and the error body of the original ({"error": {...}}).
+type Failure struct {
+	Status int
+	Body   FailureBody
+}
+
+// FailureBody is {"error": FailureDetail}.
+type FailureBody struct {
+	Error FailureDetail `json:"error"`
+}
+
+// FailureDetail is the error of a failed run.
+type FailureDetail struct {
+	Message  string    `json:"message,omitempty"`
+	Code     string    `json:"code"`
+	Payload  any       `json:"payload,omitempty"`
+	Upstream *Upstream `json:"upstream,omitempty"`
+}
+
+// Upstream describes a provider's failed answer in a FailureDetail.
+type Upstream struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    any               `json:"body"`
+}
+
+// Classify turns the error of a run into its Failure, as the original
+// answers POST /action/trigger: an UpstreamError is 424
+// script_http_error; an ActionError 500 action_script_runtime_error; a
+// bad input 400 invalid_action_input; an output over 10 MB 400
+// script_output_too_large; the run deadline 500 execution_timeout; a
+// cancelled run 410 script_aborted; a panic or any other error 500
+// script_internal_error with {name, message, stacktrace}.
+func Classify(err error) *Failure {
+	var (
+		up  *UpstreamError
+		ae  *ActionError
+		ie  *InputError
+		pe  *PanicError
+		bad = func(status int, code, msg string, payload any) *Failure {
+			return &Failure{Status: status, Body: FailureBody{Error: FailureDetail{Code: code, Message: msg, Payload: payload}}}
+		}
+	)
+	switch {
+	case errors.As(err, &up):
+		body := decodeBody(up.Body)
+		f := bad(http.StatusFailedDependency, "script_http_error",
+			fmt.Sprintf("The provider answered %d to a call of the function.", up.Status), body)
+		headers := map[string]string{}
+		for k, vs := range up.Header {
+			lk := strings.ToLower(k)
+			if lk == "content-type" || strings.HasPrefix(lk, "x-rate") || lk == "retry-after" {
+				headers[lk] = strings.Join(vs, ", ")
+			}
+		}
+		f.Body.Error.Upstream = &Upstream{Status: up.Status, Headers: headers, Body: body}
+		return f
+	case errors.As(err, &ae):
+		return bad(http.StatusInternalServerError, "action_script_runtime_error",
+			"The action script failed with a runtime error", wrapPayload(ae.Payload))
+	case errors.As(err, &ie):
+		return bad(http.StatusBadRequest, "invalid_action_input", "The action input is invalid: "+ie.Err.Error(), nil)
+	case errors.Is(err, errOutputTooLarge):
+		return bad(http.StatusBadRequest, "script_output_too_large", "The action output is larger than 10 MB; nothing was returned.", nil)
+	case errors.Is(err, context.DeadlineExceeded):
+		return bad(http.StatusInternalServerError, "execution_timeout", "The function ran past its deadline.", nil)
+	case errors.Is(err, context.Canceled):
+		return bad(http.StatusGone, "script_aborted", "The function run was cancelled.", nil)
+	case errors.As(err, &pe):
+		return bad(http.StatusInternalServerError, "script_internal_error", "The function failed with an internal error.",
+			map[string]any{"name": "panic", "message": fmt.Sprint(pe.Value), "stacktrace": pe.Stack})
+	default:
+		return bad(http.StatusInternalServerError, "script_internal_error", "The function failed with an internal error.",
+			map[string]any{"name": "error", "message": err.Error()})
+	}
+}
+
+// wrapPayload makes an ActionError payload an object.
+func wrapPayload(p any) any {
+	if p == nil {
+		return map[string]any{}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return map[string]any{"message": fmt.Sprint(p)}
+	}
+	if len(b) > 0 && b[0] == '{' {
+		return json.RawMessage(b)
+	}
+	return map[string]any{"message": json.RawMessage(b)}
+}
+
+// decodeBody is an upstream body as JSON when it is JSON, else as text.
+func decodeBody(b []byte) any {
+	if json.Valid(b) {
+		return json.RawMessage(b)
+	}
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return fmt.Sprintf("(%d bytes of binary data)", len(b))
+}

@@ -1,0 +1,259 @@
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/secret"
+	"github.com/embedauth/connect/jobs"
+	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/proxy"
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
+)
+
+// Connections is what runs need of connections: reading one with its
+// credentials (refreshed when due) and changing its metadata.
+// *connections.Service implements it.
+type Connections interface {
+	Get(ctx context.Context, environmentID int64, integrationKey, connectionID string, opts connections.GetOptions) (*connections.Connection, error)
+	SetMetadata(ctx context.Context, environmentID int64, integrationKey string, connectionIDs []string, metadata map[string]any, merge bool) error
+}
+
+// Integrations finds an integration. *integrations.Service implements it.
+type Integrations interface {
+	Get(ctx context.Context, environmentID int64, key string) (*integrations.Integration, error)
+}
+
+// Proxier makes calls with a connection's credentials. *proxy.Proxy
+// implements it.
+type Proxier interface {
+	Do(ctx context.Context, req *proxy.Request) (*http.Response, error)
+	Client(environmentID int64, integrationKey, connectionID string, opts proxy.Options) *http.Client
+}
+
+// Environments finds an environment and its variables.
+// *environments.Service implements it.
+type Environments interface {
+	Get(ctx context.Context, id int64) (*environments.Environment, error)
+	Variables(ctx context.Context, environmentID int64) ([]environments.PlainVariable, error)
+}
+
+// TxStore is the Store of a Service with transactions.
+type TxStore interface {
+	Store
+	store.Transactor
+	ListEnvironments(ctx context.Context) ([]*environments.Environment, error)
+	ListIntegrations(ctx context.Context, environmentID int64) ([]*integrations.Integration, error)
+	ListConnections(ctx context.Context, f connections.Filter) ([]*connections.Connection, error)
+	GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error)
+}
+
+// Config configures a Service. connect.New builds it.
+type Config struct {
+	Store        TxStore
+	Connections  Connections
+	Integrations Integrations
+	Environments Environments
+	Catalog      *integrations.Catalog
+	Proxy        Proxier
+	Keyring      *secret.Keyring
+	Scheduler    jobs.Scheduler
+	Notifier     webhooks.Notifier
+	Log          *oplog.Writer
+	Logger       *slog.Logger
+	Now          func() time.Time
+	// WebhookFrom is the "from" of webhook bodies.
+	WebhookFrom string
+	// ActionTimeout bounds an action run. Defaults to DefaultActionTimeout.
+	ActionTimeout time.Duration
+	// SyncTimeout bounds a sync run. Defaults to DefaultSyncTimeout.
+	SyncTimeout time.Duration
+	// Heartbeat is how often a running sync run marks itself alive; a run
+	// not marked for 3 heartbeats is taken as interrupted. Defaults to
+	// DefaultHeartbeat.
+	Heartbeat time.Duration
+	// TickInterval is how often a started Service looks for due syncs.
+	// Defaults to DefaultTickInterval.
+	TickInterval time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultActionTimeout = 15 * time.Minute
+	DefaultSyncTimeout   = time.Hour
+	DefaultHeartbeat     = 10 * time.Second
+	DefaultTickInterval  = time.Second
+)
+
+// Service runs functions. Create it with NewService; register functions
+// with Register.
+type Service struct {
+	cfg    Config
+	st     TxStore
+	logger *slog.Logger
+
+	mu  sync.RWMutex
+	reg map[fnKey]*registered // guarded by mu
+	// deployed remembers the (environment, integration) pairs whose
+	// registered functions are stored, with the registry's generation at
+	// the time; guarded by mu.
+	deployed map[envKey]int
+	gen      int                // guarded by mu
+	runtimes map[string]Runtime // guarded by mu
+	// templates are the templates of each provider; guarded by mu.
+	templates map[string][]Template
+
+	loopMu   sync.Mutex
+	stopLoop context.CancelFunc // guarded by loopMu
+	loopDone chan struct{}      // guarded by loopMu
+}
+
+type fnKey struct {
+	integration string
+	kind        Kind
+	name        string
+}
+
+type envKey struct {
+	env         int64
+	integration string
+}
+
+// NewService returns a Service. connect.New calls it.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Store == nil || cfg.Connections == nil || cfg.Integrations == nil || cfg.Keyring == nil || cfg.Log == nil {
+		return nil, errors.New("functions: Config needs Store, Connections, Integrations, Keyring and Log")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ActionTimeout <= 0 {
+		cfg.ActionTimeout = DefaultActionTimeout
+	}
+	if cfg.SyncTimeout <= 0 {
+		cfg.SyncTimeout = DefaultSyncTimeout
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = DefaultTickInterval
+	}
+	if cfg.WebhookFrom == "" {
+		cfg.WebhookFrom = "nango"
+	}
+	return &Service{cfg: cfg, st: cfg.Store, logger: cfg.Logger, reg: map[fnKey]*registered{}, deployed: map[envKey]int{}}, nil
+}
+
+// Register registers functions written in Go: Action, Sync and OnEvent
+// values (or pointers to them). Each is deployed to the integration its
+// Integration names, in every environment that has one: stored (listed by
+// GET /integrations/{key}/functions) the first time the integration is
+// used, and again when its definition changes. Registering a function
+// again under the same integration, kind and name replaces it. Register
+// may be called before or after Start.
+func (s *Service) Register(fns ...any) error {
+	rs := make([]*registered, 0, len(fns))
+	for _, f := range fns {
+		r, err := compile(f)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range rs {
+		s.reg[fnKey{r.fn.Integration, r.fn.Kind, r.fn.Name}] = r
+	}
+	s.gen++
+	return nil
+}
+
+// registeredFor returns the registered functions of an integration key.
+func (s *Service) registeredFor(integration string) ([]*registered, int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*registered
+	for k, r := range s.reg {
+		if k.integration == integration {
+			out = append(out, r)
+		}
+	}
+	return out, s.gen
+}
+
+// lookup returns the registered code of a stored function.
+func (s *Service) lookup(f *Function) *registered {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.reg[fnKey{f.Integration, f.Kind, f.Name}]
+}
+
+// deploy stores the registered functions of an integration of an
+// environment, unless this process did since the last Register. New
+// syncs get their schedules for the integration's existing connections.
+func (s *Service) deploy(ctx context.Context, env int64, integration string) error {
+	rs, gen := s.registeredFor(integration)
+	k := envKey{env, integration}
+	s.mu.RLock()
+	done, ok := s.deployed[k]
+	s.mu.RUnlock()
+	if ok && done == gen {
+		return nil
+	}
+	now := s.nowUTC()
+	for _, r := range rs {
+		f := r.fn
+		f.EnvironmentID, f.DeployedAt, f.UpdatedAt = env, now, now
+		changed, err := s.st.PutFunction(ctx, &f)
+		if err != nil {
+			return fmt.Errorf("functions: deploy %s %q to %q: %w", f.Kind, f.Name, integration, err)
+		}
+		if changed && f.Kind == KindSync {
+			if err := s.scheduleExisting(ctx, &f); err != nil {
+				return err
+			}
+		}
+	}
+	s.mu.Lock()
+	s.deployed[k] = gen
+	s.mu.Unlock()
+	return nil
+}
+
+// DeployAll stores the registered functions in every environment that has
+// their integration. Start calls it.
+func (s *Service) DeployAll(ctx context.Context) error {
+	envs, err := s.st.ListEnvironments(ctx)
+	if err != nil {
+		return err
+	}
+	for _, e := range envs {
+		its, err := s.st.ListIntegrations(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		for _, it := range its {
+			if err := s.deploy(ctx, e.ID, it.UniqueKey); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Service) nowUTC() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+

@@ -1,0 +1,604 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/jobs"
+	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
+)
+
+// SyncJobKind is the Scheduler job kind that runs a sync run.
+const SyncJobKind = "functions.sync"
+
+const slogWarn = slog.LevelWarn
+
+// syncJobArgs are the arguments of a SyncJobKind job.
+type syncJobArgs struct {
+	RunID string `json:"run_id"`
+}
+
+// RegisterJobs registers the Service's job handlers on sch. connect.New
+// calls it before the Scheduler starts.
+func (s *Service) RegisterJobs(sch jobs.Scheduler) error {
+	if err := sch.Register(ActionJobKind, s.handleActionJob); err != nil {
+		return err
+	}
+	if err := sch.Register(SyncJobKind, s.handleSyncJob); err != nil {
+		return err
+	}
+	return sch.Register(OnEventJobKind, s.handleOnEventJob)
+}
+
+// Start deploys the registered functions and starts the loop that starts
+// due syncs and reaps runs whose instance died. Stop ends it.
+func (s *Service) Start(ctx context.Context) error {
+	if err := s.DeployAll(ctx); err != nil {
+		return err
+	}
+	s.loopMu.Lock()
+	defer s.loopMu.Unlock()
+	if s.stopLoop != nil {
+		return errors.New("functions: Service already started")
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopLoop, s.loopDone = cancel, make(chan struct{})
+	go s.loop(lctx, s.loopDone)
+	return nil
+}
+
+// Stop ends the loop Start started.
+func (s *Service) Stop(ctx context.Context) error {
+	s.loopMu.Lock()
+	cancel, done := s.stopLoop, s.loopDone
+	s.stopLoop, s.loopDone = nil, nil
+	s.loopMu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Service) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(s.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+			s.logger.Warn("functions: tick", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// TickResult is what one Tick did.
+type TickResult struct {
+	// Started counts the scheduled runs queued.
+	Started int
+	// Reaped counts the runs found interrupted (their instance died).
+	Reaped int
+}
+
+// claimBatch is how many due syncs one transaction claims.
+const claimBatch = 100
+
+// Tick queues the runs of the syncs that are due and reaps the runs whose
+// instance died. A started Service calls it every Config.TickInterval;
+// several instances may tick at once: each due run is queued once.
+func (s *Service) Tick(ctx context.Context) (TickResult, error) {
+	var res TickResult
+	for {
+		n, err := s.claimDue(ctx)
+		res.Started += n
+		if err != nil {
+			return res, err
+		}
+		if n < claimBatch {
+			break
+		}
+	}
+	n, err := s.reap(ctx)
+	res.Reaped = n
+	return res, err
+}
+
+// claimDue queues the runs of up to claimBatch due syncs in one
+// transaction.
+func (s *Service) claimDue(ctx context.Context) (int, error) {
+	now := s.nowUTC()
+	n := 0
+	err := s.st.WithTx(ctx, func(ctx context.Context) error {
+		due, err := s.st.ClaimDueSyncs(ctx, now, claimBatch)
+		if err != nil {
+			return err
+		}
+		n = len(due)
+		for _, sc := range due {
+			next := nextSlot(*sc.NextRunAt, sc.Interval, now)
+			if err := s.queueRun(ctx, sc, "schedule", false, false, "", now); err != nil {
+				return err
+			}
+			sc.NextRunAt = &next
+			if err := s.st.UpdateSync(ctx, sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// nextSlot is the first slot of the grid due, due+interval, ... after now:
+// missed slots are not caught up.
+func nextSlot(due time.Time, interval time.Duration, now time.Time) time.Time {
+	if interval <= 0 {
+		interval = time.Hour
+	}
+	if !due.After(now) {
+		k := now.Sub(due)/interval + 1
+		due = due.Add(k * interval)
+	}
+	return due
+}
+
+// queueRun creates a run of sc and its job, and sets sc.RunID (the caller
+// stores sc), in the transaction of ctx.
+func (s *Service) queueRun(ctx context.Context, sc *Schedule, trigger string, reset, emptyCache bool, supersedes string, now time.Time) error {
+	r := &SyncRun{ID: newUUID(), SyncID: sc.ID, Status: RunQueued, Trigger: trigger, Reset: reset,
+		EmptyCache: emptyCache, Supersedes: supersedes, CreatedAt: now}
+	if err := s.st.CreateSyncRun(ctx, r); err != nil {
+		return err
+	}
+	sc.RunID, sc.UpdatedAt = r.ID, now
+	b, _ := json.Marshal(syncJobArgs{RunID: r.ID})
+	return s.cfg.Scheduler.Enqueue(ctx, jobs.Job{Kind: SyncJobKind, Args: b, MaxAttempts: 1,
+		Timeout: s.cfg.SyncTimeout + time.Minute})
+}
+
+// reap finds the runs whose instance died (a RUNNING run whose heartbeat
+// is older than three heartbeats, or a run queued for over an hour) and
+// ends them as interrupted.
+func (s *Service) reap(ctx context.Context) (int, error) {
+	now := s.nowUTC()
+	stale, err := s.st.StaleSyncRuns(ctx, now.Add(-3*s.cfg.Heartbeat), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range stale {
+		if r.Status == RunQueued && r.CreatedAt.After(now.Add(-time.Hour)) {
+			continue // waiting for a worker
+		}
+		sc, err := s.st.GetSyncByID(ctx, r.SyncID)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			return n, err
+		}
+		st := &runStatus{run: r, sched: sc}
+		if err := s.finishRun(ctx, st, nil, runFailure("interrupted",
+			"The run was interrupted: the instance running it stopped answering.")); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				continue // it moved meanwhile
+			}
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// runFailure is the error of a stopped run.
+func runFailure(typ, description string) error {
+	return &stoppedError{typ: typ, description: description}
+}
+
+type stoppedError struct{ typ, description string }
+
+func (e *stoppedError) Error() string { return e.typ + ": " + e.description }
+
+// runStatus is a run in progress with its schedule.
+type runStatus struct {
+	mu    sync.Mutex
+	run   *SyncRun
+	sched *Schedule
+	fn    *Function
+	conn  *connections.Connection
+	sc    *SyncContext
+}
+
+// handleSyncJob runs a queued sync run.
+func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
+	var a syncJobArgs
+	if err := json.Unmarshal(job.Args, &a); err != nil {
+		return jobs.Cancel(fmt.Errorf("functions: sync job arguments: %w", err))
+	}
+	r, err := s.st.GetSyncRun(ctx, a.RunID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if r.Status != RunQueued {
+		return nil // started by another attempt, or reaped
+	}
+	if r.Supersedes != "" {
+		old, err := s.st.GetSyncRun(ctx, r.Supersedes)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err == nil && (old.Status == RunRunning || old.Status == RunQueued) {
+			return jobs.Snooze(time.Second) // wait for the cancelled run to end
+		}
+	}
+	sc, err := s.st.GetSyncByID(ctx, r.SyncID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st := &runStatus{run: r, sched: sc}
+	now := s.nowUTC()
+	r.Status, r.StartedAt, r.HeartbeatAt = RunRunning, &now, &now
+	if err := s.st.UpdateSyncRun(ctx, r); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil
+		}
+		return err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
+	defer cancel()
+	hbDone := make(chan struct{})
+	go s.heartbeat(runCtx, st, cancel, hbDone)
+	runErr := s.execSync(runCtx, st, nil)
+	cancel()
+	<-hbDone
+	if runErr == nil && runCtx.Err() != nil && ctx.Err() == nil {
+		runErr = runCtx.Err()
+	}
+	return s.finishRun(context.WithoutCancel(ctx), st, nil, runErr)
+}
+
+// heartbeat marks the run alive every Config.Heartbeat, and cancels it
+// when a cancellation is requested.
+func (s *Service) heartbeat(ctx context.Context, st *runStatus, cancel context.CancelFunc, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(s.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st.mu.Lock()
+		err := s.beat(ctx, st)
+		cancelled := st.run.CancelRequested
+		st.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			s.logger.Warn("functions: sync run heartbeat", "run", st.run.ID, "err", err)
+		}
+		if cancelled {
+			cancel()
+			return
+		}
+	}
+}
+
+// beat writes the run's heartbeat, reading it again after a concurrent
+// change (a cancellation request).
+func (s *Service) beat(ctx context.Context, st *runStatus) error {
+	for range 3 {
+		now := s.nowUTC()
+		r := *st.run
+		r.HeartbeatAt = &now
+		err := s.st.UpdateSyncRun(ctx, &r)
+		if err == nil {
+			st.run = &r
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		fresh, err := s.st.GetSyncRun(ctx, st.run.ID)
+		if err != nil {
+			return err
+		}
+		st.run.CancelRequested = fresh.CancelRequested
+		st.run.Version = fresh.Version
+		if fresh.Status != RunRunning {
+			st.run.CancelRequested = true
+			return nil
+		}
+	}
+	return errors.New("functions: the run kept changing")
+}
+
+// execSync runs the sync of st (with webhook, its webhook handler).
+func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawMessage) error {
+	sc := st.sched
+	if err := s.deploy(ctx, sc.EnvironmentID, sc.Integration); err != nil {
+		return err
+	}
+	p, err := s.prepare(ctx, sc.EnvironmentID, sc.Integration, sc.ConnectionRef, KindSync, sc.Name)
+	if err != nil {
+		return err
+	}
+	st.fn, st.conn = p.fn, p.conn
+	if p.conn.ID != sc.ConnectionID {
+		return runFailure("connection_replaced", "The connection was deleted and created again.")
+	}
+	r := st.run
+	if r.Reset {
+		if _, err := s.st.DeleteCheckpoints(ctx, p.conn.ID, runKey(sc)); err != nil {
+			return err
+		}
+		if r.EmptyCache {
+			for _, m := range p.fn.Definition.Models {
+				scope := RecordScope{EnvironmentID: sc.EnvironmentID, ConnectionID: p.conn.ID, Model: m.Name, Variant: sc.Variant}
+				for {
+					n, err := s.st.DeleteAllRecords(ctx, scope, 10000)
+					if err != nil {
+						return err
+					}
+					if n == 0 {
+						break
+					}
+				}
+			}
+		}
+	}
+	logID, err := s.logStart(ctx, p, "sync", "run", map[string]any{"run_id": r.ID, "variant": sc.Variant, "trigger": r.Trigger})
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	r.LogID = logID
+	st.mu.Unlock()
+	c := s.newContext(p, r.ID, logID, runKey(sc))
+	models := map[string]bool{}
+	for _, m := range p.fn.Definition.Models {
+		models[m.Name] = true
+	}
+	rs := &runState{models: models, prefix: runKey(sc), touch: r.CreatedAt.UnixMicro(),
+		trackAll: p.fn.Definition.TrackDeletes, results: map[string]*ModelResult{},
+		ends: map[string]int64{}, tracking: map[string]int64{}}
+	syncCtx := &SyncContext{Context: c, Variant: sc.Variant, LastSyncDate: sc.LastSyncDate, run: rs}
+	if r.Reset {
+		syncCtx.LastSyncDate = nil
+	}
+	st.sc = syncCtx
+	if rs.trackAll && webhook == nil {
+		for m := range models {
+			if err := syncCtx.TrackDeletesStart(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	err = protect(func() error { return p.rt.RunSync(ctx, p.fn, syncCtx, webhook) })
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	s.logEnd(ctx, p, logID, "sync", err)
+	return err
+}
+
+// runKey is the checkpoint key of a sync's runs: "sync:<name>:<variant>".
+func runKey(sc *Schedule) string { return "sync:" + sc.Name + ":" + sc.Variant }
+
+// finishRun ends a run: applies the delete tracking of a successful run,
+// stores the outcome, frees the schedule (LastSyncDate moves on success)
+// and sends the sync webhooks, in one transaction.
+func (s *Service) finishRun(ctx context.Context, st *runStatus, _ json.RawMessage, runErr error) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, sc := st.run, st.sched
+	now := s.nowUTC()
+	if runErr == nil && st.sc != nil {
+		// Deletes of tracked models, then the end of their tracking.
+		ends := st.sc.run.ends
+		if st.sc.run.trackAll {
+			for m := range st.sc.run.models {
+				if _, ok := ends[m]; !ok {
+					if since, err := st.sc.trackingSince(ctx, m); err == nil && since != 0 {
+						ends[m] = since
+					}
+				}
+			}
+		}
+		for m, since := range ends {
+			scope := RecordScope{EnvironmentID: sc.EnvironmentID, ConnectionID: st.conn.ID, Model: m, Variant: sc.Variant}
+			for {
+				ids, err := s.st.DeleteUntouched(ctx, scope, since, 10000, now)
+				if err != nil {
+					runErr = err
+					break
+				}
+				st.sc.run.count(m, SaveResult{Deleted: len(ids)})
+				if len(ids) < 10000 {
+					break
+				}
+			}
+			if runErr != nil {
+				break
+			}
+			if _, err := s.st.DeleteCheckpoints(ctx, st.conn.ID, st.sc.trackingKey(m)); err != nil {
+				runErr = err
+				break
+			}
+		}
+	}
+	r.FinishedAt = &now
+	if r.StartedAt == nil {
+		r.StartedAt = &now
+	}
+	if st.sc != nil {
+		st.sc.run.mu.Lock()
+		r.Result = map[string]ModelResult{}
+		for m, res := range st.sc.run.results {
+			r.Result[m] = *res
+		}
+		st.sc.run.mu.Unlock()
+		from, to, touched := st.sc.checkpoints()
+		r.CheckpointsTouched = touched
+		r.CheckpointFrom, r.CheckpointTo = checkpointJSON(from), checkpointJSON(to)
+	}
+	var failure map[string]any
+	if runErr == nil {
+		r.Status = RunSuccess
+	} else {
+		r.Status = RunStopped
+		failure = describeFailure(runErr)
+		b, _ := json.Marshal(failure)
+		r.Error = b
+	}
+	return s.st.WithTx(ctx, func(ctx context.Context) error {
+		if err := s.st.UpdateSyncRun(ctx, r); err != nil {
+			return err
+		}
+		fresh, err := s.st.GetSyncByID(ctx, sc.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		previous := fresh.LastSyncDate
+		if fresh.RunID == r.ID {
+			fresh.RunID = ""
+		}
+		if r.Status == RunSuccess {
+			fresh.LastSyncDate = r.StartedAt
+		} else if r.Reset {
+			fresh.LastSyncDate = nil
+		}
+		fresh.UpdatedAt = now
+		if err := s.st.UpdateSync(ctx, fresh); err != nil {
+			return err
+		}
+		*sc = *fresh
+		return s.notifySync(ctx, st, previous, failure)
+	})
+}
+
+// checkpointJSON encodes a checkpoint for a run, nil for none.
+func checkpointJSON(cp Checkpoint) json.RawMessage {
+	if cp == nil {
+		return nil
+	}
+	b, err := json.Marshal(cp)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// checkpointMap decodes a stored checkpoint, nil for none.
+func checkpointMap(b json.RawMessage) map[string]any {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// describeFailure is the error object of a stopped run: {type,
+// description, payload?}.
+func describeFailure(err error) map[string]any {
+	var se *stoppedError
+	if errors.As(err, &se) {
+		return map[string]any{"type": se.typ, "description": se.description}
+	}
+	f := Classify(err)
+	out := map[string]any{"type": "script_error", "description": f.Body.Error.Message}
+	if f.Body.Error.Code != "" {
+		out["code"] = f.Body.Error.Code
+	}
+	if f.Body.Error.Payload != nil {
+		out["payload"] = f.Body.Error.Payload
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		out["type"], out["description"] = "timeout", "The run ran past its deadline."
+	}
+	if errors.Is(err, context.Canceled) {
+		out["type"], out["description"] = "cancelled", "The run was cancelled."
+	}
+	return out
+}
+
+// notifySync sends the webhooks of a finished run: one per model on
+// success, one for the run on failure.
+func (s *Service) notifySync(ctx context.Context, st *runStatus, previous *time.Time, failure map[string]any) error {
+	if s.cfg.Notifier == nil {
+		return nil
+	}
+	r, sc := st.run, st.sched
+	syncType := webhooks.SyncTypeIncremental
+	if previous == nil || r.Reset {
+		syncType = webhooks.SyncTypeInitial
+	}
+	if r.Trigger == "webhook" {
+		syncType = webhooks.SyncTypeWebhook
+	}
+	var cps *webhooks.Checkpoints
+	if r.CheckpointsTouched {
+		cps = &webhooks.Checkpoints{From: checkpointMap(r.CheckpointFrom), To: checkpointMap(r.CheckpointTo)}
+	}
+	var models []string
+	if st.fn != nil {
+		for _, m := range st.fn.Definition.Models {
+			models = append(models, m.Name)
+		}
+	}
+	base := webhooks.SyncPayload{From: s.cfg.WebhookFrom, Type: webhooks.TypeSync, ConnectionID: sc.ConnectionRef,
+		ProviderConfigKey: sc.Integration, SyncName: sc.Name, SyncVariant: sc.Variant, SyncType: syncType, Checkpoints: cps}
+	if failure != nil {
+		p := base
+		p.Model = strings.Join(models, ",")
+		p.Success = false
+		p.Error = &webhooks.ErrorPayload{Type: fmt.Sprint(failure["type"]), Description: fmt.Sprint(failure["description"])}
+		p.StartedAt = *r.StartedAt
+		p.FailedAt = *r.FinishedAt
+		return s.cfg.Notifier.Notify(ctx, webhooks.Event{EnvironmentID: sc.EnvironmentID, IntegrationKey: sc.Integration,
+			ConnectionID: sc.ConnectionRef, Type: webhooks.TypeSync, Payload: &p})
+	}
+	for _, m := range models {
+		res := r.Result[m]
+		p := base
+		p.Model, p.Success = m, true
+		p.ModifiedAfter = *r.StartedAt
+		p.ResponseResults = webhooks.SyncResults{Added: res.Added, Updated: res.Updated, Deleted: res.Deleted}
+		qts := *r.StartedAt
+		p.QueryTimeStamp = &qts
+		empty := res == (ModelResult{})
+		if err := s.cfg.Notifier.Notify(ctx, webhooks.Event{EnvironmentID: sc.EnvironmentID, IntegrationKey: sc.Integration,
+			ConnectionID: sc.ConnectionRef, Type: webhooks.TypeSync, Empty: empty, Payload: &p}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
