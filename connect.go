@@ -16,6 +16,7 @@ import (
 	"github.com/embedauth/connect/connectui"
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/cache"
 	"github.com/embedauth/connect/internal/httpapi"
@@ -258,6 +259,12 @@ type Config struct {
 	// "/".
 	WebsocketsPath string
 
+	// Functions tunes function runs: their deadlines, the heartbeat of
+	// sync runs (a run not heard from for three heartbeats is taken as
+	// interrupted) and how often due syncs are looked for. See
+	// FunctionsConfig.
+	Functions FunctionsConfig
+
 	// MaintenanceInterval is how often a started Service sweeps: it
 	// refreshes tokens that would expire before the next sweep (plus
 	// RefreshThreshold), so that connections nobody reads stay valid and
@@ -268,6 +275,26 @@ type Config struct {
 	// token is still refreshed once. Defaults to 5 minutes; negative
 	// disables the sweeps (call Sweep yourself).
 	MaintenanceInterval time.Duration
+}
+
+// FunctionsConfig tunes the functions of a Service (Service.Functions).
+// Zero fields take the defaults of package functions.
+type FunctionsConfig struct {
+	// ActionTimeout bounds an action run (default 15 minutes).
+	ActionTimeout time.Duration
+	// SyncTimeout bounds a sync run (default 1 hour).
+	SyncTimeout time.Duration
+	// Heartbeat is how often a running sync run marks itself alive
+	// (default 10 seconds).
+	Heartbeat time.Duration
+	// TickInterval is how often each started instance looks for due syncs
+	// (default 1 second): a run starts within about this long of its due
+	// time.
+	TickInterval time.Duration
+	// RetryBackoff is the wait before attempt n (from 2) of an async
+	// action (default functions.DefaultRetryBackoff: 3 seconds, doubling,
+	// at most 5 minutes).
+	RetryBackoff func(n int) time.Duration
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -294,6 +321,8 @@ type Service struct {
 	connectUI    *connectui.Handler
 	proxy        *proxy.Proxy
 	proxyCache   *cache.Cache[proxyKey, proxy.Packed]
+
+	functions *functions.Service
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
@@ -456,6 +485,33 @@ func New(cfg Config) (*Service, error) {
 	if err := s.setupProxy(); err != nil {
 		return nil, fmt.Errorf("connect: Config.Proxy: %w", err)
 	}
+	s.functions, err = functions.NewService(functions.Config{
+		Store:         cfg.Store,
+		Connections:   s.connections,
+		Integrations:  s.integrations,
+		Environments:  s.environments,
+		Catalog:       cfg.Providers,
+		Proxy:         s.proxy,
+		Keyring:       keyring,
+		Scheduler:     s.scheduler,
+		Notifier:      s.notifier,
+		Log:           s.log,
+		Logger:        cfg.Logger,
+		Now:           cfg.Now,
+		WebhookFrom:   cfg.WebhookFrom,
+		ActionTimeout: cfg.Functions.ActionTimeout,
+		SyncTimeout:   cfg.Functions.SyncTimeout,
+		Heartbeat:     cfg.Functions.Heartbeat,
+		TickInterval:  cfg.Functions.TickInterval,
+		RetryBackoff:  cfg.Functions.RetryBackoff,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := s.functions.RegisterJobs(s.scheduler); err != nil {
+		return nil, fmt.Errorf("connect: register the jobs of functions: %w", err)
+	}
+	s.connections.SetHooks(s.functions)
 	s.sessions, err = connections.NewSessions(s.connections, connections.SessionsConfig{
 		Store:          cfg.Store,
 		Environments:   cfg.Store,
@@ -528,6 +584,11 @@ func (s *Service) Integrations() *integrations.Service { return s.integrations }
 // Connections manages connections.
 func (s *Service) Connections() *connections.Service { return s.connections }
 
+// Functions returns the functions part: register actions, syncs and
+// on-event functions written in Go, trigger actions and syncs, read sync
+// statuses.
+func (s *Service) Functions() *functions.Service { return s.functions }
+
 // ConnectSessions manages connect sessions: create them from Go (as
 // POST /connect/sessions does), authenticate their tokens, and run the
 // non-OAuth auth calls of the frontend client.
@@ -560,6 +621,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.scheduler.Start(ctx); err != nil {
 		_ = s.deliverer.Stop(ctx)
 		return fmt.Errorf("connect: start scheduler: %w", err)
+	}
+	if err := s.functions.Start(ctx); err != nil {
+		_ = s.scheduler.Stop(ctx)
+		_ = s.deliverer.Stop(ctx)
+		return fmt.Errorf("connect: start functions: %w", err)
 	}
 	s.started = true
 	if w := s.newChangeWatcher(); w != nil {
@@ -679,10 +745,11 @@ func (s *Service) Stop(ctx context.Context) error {
 		}
 		s.stopWatch, s.watchDone = nil, nil
 	}
+	ferr := s.functions.Stop(ctx)
 	// Webhook delivery first: it stops claiming at once and its attempts
 	// in flight end (or are cut short) within ctx, while the delivery jobs
 	// the scheduler may still be running only kick it, and return.
-	derr := s.deliverer.Stop(ctx)
+	derr := errors.Join(ferr, s.deliverer.Stop(ctx))
 	if err := s.scheduler.Stop(ctx); err != nil {
 		return errors.Join(derr, fmt.Errorf("connect: stop scheduler: %w", err))
 	}
@@ -881,6 +948,7 @@ func (s *Service) registerAPI(mux *http.ServeMux) {
 	s.sessions.Routes(rt)
 	s.environments.Routes(rt)
 	s.outbox.Routes(rt)
+	s.functions.Routes(rt)
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
 	}))

@@ -492,12 +492,15 @@ func (ss *Sessions) logFailure(ctx context.Context, sess *Session, key, connecti
 
 // save creates the connection (or re-authorizes the session's), marks it
 // as created through a session, and records the log entry and the auth
-// webhook, in one transaction.
+// webhook, in one transaction with the Hooks' ConnectionSaved. When the
+// Hooks validate connections of the integration, the connection is
+// stored first, validated, and only then (when valid) marked, logged and
+// announced; an invalid new connection is deleted again.
 func (ss *Sessions) save(ctx context.Context, sess *Session, it *integrations.Integration, connectionID string,
 	creds *Credentials, overlay map[string]any) (*Connection, bool, error) {
 	var out *Connection
 	created := !sess.Reconnecting()
-	err := ss.conns.store.WithTx(ctx, func(ctx context.Context) error {
+	write := func(ctx context.Context) error {
 		var err error
 		if created {
 			now := ss.conns.nowUTC()
@@ -521,28 +524,28 @@ func (ss *Sessions) save(ctx context.Context, sess *Session, it *integrations.In
 				return err
 			}
 			out = c
-		} else {
-			out, err = ss.conns.mutate(ctx, sess.EnvironmentID, it.UniqueKey, connectionID, func(c *Connection) error {
-				c.Credentials = creds
-				c.Errors = []Error{}
-				c.LastRefreshFailure = nil
-				c.RefreshAttempts = 0
-				if c.ConnectionConfig == nil {
-					c.ConnectionConfig = map[string]any{}
-				}
-				maps.Copy(c.ConnectionConfig, overlay)
-				if sess.Tags != nil {
-					c.Tags = maps.Clone(sess.Tags)
-				}
-				if sess.WebhookURLOverride != "" {
-					c.WebhookURLOverride = sess.WebhookURLOverride
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+			return nil
 		}
+		out, err = ss.conns.mutate(ctx, sess.EnvironmentID, it.UniqueKey, connectionID, func(c *Connection) error {
+			c.Credentials = creds
+			c.Errors = []Error{}
+			c.LastRefreshFailure = nil
+			c.RefreshAttempts = 0
+			if c.ConnectionConfig == nil {
+				c.ConnectionConfig = map[string]any{}
+			}
+			maps.Copy(c.ConnectionConfig, overlay)
+			if sess.Tags != nil {
+				c.Tags = maps.Clone(sess.Tags)
+			}
+			if sess.WebhookURLOverride != "" {
+				c.WebhookURLOverride = sess.WebhookURLOverride
+			}
+			return nil
+		})
+		return err
+	}
+	announce := func(ctx context.Context) error {
 		if err := ss.cfg.Store.MarkSessionConnection(ctx, out.EnvironmentID, out.ID); err != nil {
 			return err
 		}
@@ -557,9 +560,34 @@ func (ss *Sessions) save(ctx context.Context, sess *Session, it *integrations.In
 			Meta: map[string]any{"auth_mode": out.AuthMode, "provider": out.Provider, "connect_session_id": sess.ID}}); err != nil {
 			return err
 		}
+		if err := ss.conns.saved(ctx, out, created); err != nil {
+			return err
+		}
 		return ss.notify(ctx, out, op)
-	})
+	}
+	validates, err := ss.conns.validates(ctx, sess.EnvironmentID, it.UniqueKey)
 	if err != nil {
+		return nil, false, err
+	}
+	if !validates {
+		err := ss.conns.store.WithTx(ctx, func(ctx context.Context) error {
+			if err := write(ctx); err != nil {
+				return err
+			}
+			return announce(ctx)
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		return out, created, nil
+	}
+	if err := ss.conns.store.WithTx(ctx, write); err != nil {
+		return nil, false, err
+	}
+	if err := ss.conns.validate(ctx, out, created); err != nil {
+		return nil, false, err
+	}
+	if err := ss.conns.store.WithTx(ctx, announce); err != nil {
 		return nil, false, err
 	}
 	return out, created, nil

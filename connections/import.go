@@ -196,8 +196,28 @@ func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInpu
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.store.ImportConnections(ctx, []*ImportItem{p}); err != nil {
+	validates, err := s.validates(ctx, environmentID, p.Connection.IntegrationKey)
+	if err != nil {
 		return nil, false, err
+	}
+	if err := s.store.WithTx(ctx, func(ctx context.Context) error {
+		if err := s.store.ImportConnections(ctx, []*ImportItem{p}); err != nil {
+			return err
+		}
+		if validates {
+			return nil // announced once valid
+		}
+		return s.savedImports(ctx, []*ImportItem{p})
+	}); err != nil {
+		return nil, false, err
+	}
+	if validates {
+		if err := s.validate(ctx, p.Connection, p.Created); err != nil {
+			return nil, false, err
+		}
+		if err := s.store.WithTx(ctx, func(ctx context.Context) error { return s.savedImports(ctx, []*ImportItem{p}) }); err != nil {
+			return nil, false, err
+		}
 	}
 	c := p.Connection
 	c.Credentials = nil
@@ -351,7 +371,7 @@ func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []Im
 			}
 			return store.Invalid("invalid_body", fmt.Sprintf("%d of the %d connections %s invalid; none was imported.", invalid, len(ins), verb), fe...)
 		}
-		return nil
+		return s.savedImports(ctx, items)
 	})
 	close(stop)
 	for range ready { // let the goroutine end when the transaction ended early

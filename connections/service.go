@@ -57,6 +57,8 @@ type Service struct {
 	// maxImportBody limits the body of a bulk import; 0 means
 	// DefaultMaxImportBody.
 	maxImportBody int64
+	// hooks, when set, act on connection changes (SetHooks).
+	hooks Hooks
 }
 
 // SetMaxImportBody sets the limit of the body of a bulk import (POST
@@ -187,6 +189,7 @@ func (s *Service) notFound(ctx context.Context, err error, environmentID int64, 
 
 // Delete deletes a connection.
 func (s *Service) Delete(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
+	s.beforeDelete(ctx, environmentID, integrationKey, connectionID)
 	return s.store.WithTx(ctx, func(ctx context.Context) error {
 		if err := s.store.DeleteConnection(ctx, environmentID, integrationKey, connectionID); err != nil {
 			return s.notFound(ctx, err, environmentID, integrationKey, connectionID)

@@ -267,12 +267,6 @@ func (s *Service) actionJob(t *ActionTask, attempt int, at time.Time) jobs.Job {
 		Timeout: s.cfg.ActionTimeout + time.Minute}
 }
 
-// actionBackoff is the wait before attempt n (from 2) of an async action:
-// 3 seconds doubling, at most 5 minutes.
-func actionBackoff(n int) time.Duration {
-	return min(3*time.Second<<max(n-2, 0), 5*time.Minute)
-}
-
 // handleActionJob runs one attempt of an async action. The task's status
 // and attempt count make the job idempotent: a job whose attempt was
 // already started (by a process that died: see reapActions) does nothing.
@@ -349,7 +343,7 @@ func (s *Service) finishTask(ctx context.Context, t *ActionTask, out json.RawMes
 			code != "not_found" && code != "disabled_resource" && code != "unknown_connection"
 		if retriable && t.Attempts <= t.MaxRetries {
 			t.Status = TaskPending
-			j := s.actionJob(t, t.Attempts+1, now.Add(actionBackoff(t.Attempts+1)))
+			j := s.actionJob(t, t.Attempts+1, now.Add(s.cfg.RetryBackoff(t.Attempts+1)))
 			retry = &j
 		} else {
 			body, err := json.Marshal(re.Failure.Body)

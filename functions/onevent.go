@@ -49,24 +49,43 @@ func (s *Service) onEventFunctions(ctx context.Context, env int64, integration s
 	return out, nil
 }
 
-// ConnectionCreated is called in the transaction that creates (or
-// re-authorizes) a connection: it creates the schedules of the
-// integration's syncs for a new connection (started when the sync
-// auto-starts) and queues its post-connection-creation functions as
-// durable jobs, which run once the transaction commits.
-func (s *Service) ConnectionCreated(ctx context.Context, c *connections.Connection, created bool) error {
-	if err := s.deploy(ctx, c.EnvironmentID, c.IntegrationKey); err != nil {
-		return err
+// ConnectionsSaved is called in the transaction that creates,
+// re-authorizes or imports connections (connections.Hooks): it creates
+// the schedules of the integration's syncs for the new ones (started when
+// the sync auto-starts) and queues the post-connection-creation functions
+// of every one as durable jobs, which run once the transaction commits.
+func (s *Service) ConnectionsSaved(ctx context.Context, cs []*connections.Connection, created []bool) error {
+	type group struct {
+		env         int64
+		integration string
 	}
-	if created {
-		fs, err := s.st.ListFunctions(ctx, c.EnvironmentID, c.IntegrationKey)
+	byGroup := map[group][]int{}
+	var order []group
+	for i, c := range cs {
+		g := group{c.EnvironmentID, c.IntegrationKey}
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
+		}
+		byGroup[g] = append(byGroup[g], i)
+	}
+	for _, g := range order {
+		fs, err := s.functionsOf(ctx, g.env, g.integration)
 		if err != nil {
 			return err
 		}
 		var scheds []*Schedule
-		for _, f := range fs {
-			if f.Kind == KindSync && f.Enabled {
-				scheds = append(scheds, s.newSchedule(c, f, BaseVariant, f.Definition.AutoStart))
+		var js []jobs.Job
+		for _, i := range byGroup[g] {
+			c := cs[i]
+			for _, f := range fs {
+				switch {
+				case f.Kind == KindSync && created[i]:
+					scheds = append(scheds, s.newSchedule(c, f, BaseVariant, f.Definition.AutoStart))
+				case f.Kind == KindOnEvent && f.Definition.Event == EventPostConnectionCreation && s.cfg.Scheduler != nil:
+					b, _ := json.Marshal(onEventJobArgs{EnvironmentID: c.EnvironmentID, Integration: c.IntegrationKey,
+						ConnectionID: c.ConnectionID, ConnectionRow: c.ID, Function: f.Name})
+					js = append(js, jobs.Job{Kind: OnEventJobKind, Args: b, MaxAttempts: 1, Timeout: OnEventTimeout + time.Minute})
+				}
 			}
 		}
 		if len(scheds) > 0 {
@@ -74,18 +93,38 @@ func (s *Service) ConnectionCreated(ctx context.Context, c *connections.Connecti
 				return err
 			}
 		}
+		if len(js) > 0 {
+			if err := s.cfg.Scheduler.Enqueue(ctx, js...); err != nil {
+				return err
+			}
+		}
 	}
-	fs, err := s.onEventFunctions(ctx, c.EnvironmentID, c.IntegrationKey, EventPostConnectionCreation)
-	if err != nil || len(fs) == 0 || s.cfg.Scheduler == nil {
-		return err
+	return nil
+}
+
+// functionsOf returns the enabled functions deployed to an integration.
+func (s *Service) functionsOf(ctx context.Context, env int64, integration string) ([]*Function, error) {
+	if err := s.deploy(ctx, env, integration); err != nil {
+		return nil, err
 	}
-	js := make([]jobs.Job, len(fs))
-	for i, f := range fs {
-		b, _ := json.Marshal(onEventJobArgs{EnvironmentID: c.EnvironmentID, Integration: c.IntegrationKey,
-			ConnectionID: c.ConnectionID, ConnectionRow: c.ID, Function: f.Name})
-		js[i] = jobs.Job{Kind: OnEventJobKind, Args: b, MaxAttempts: 1, Timeout: OnEventTimeout + time.Minute}
+	fs, err := s.st.ListFunctions(ctx, env, integration)
+	if err != nil {
+		return nil, err
 	}
-	return s.cfg.Scheduler.Enqueue(ctx, js...)
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Enabled {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Validates reports whether the integration has validate-connection
+// functions (connections.Hooks).
+func (s *Service) Validates(ctx context.Context, env int64, integration string) (bool, error) {
+	fs, err := s.onEventFunctions(ctx, env, integration, EventValidateConnection)
+	return len(fs) > 0, err
 }
 
 // handleOnEventJob runs a post-connection-creation function. Its failure
@@ -189,3 +228,5 @@ func (s *Service) BeforeDelete(ctx context.Context, c *connections.Connection) {
 		_ = s.execOnEvent(ctx, &prepared{fn: f, rt: rt, conn: c})
 	}
 }
+
+var _ connections.Hooks = (*Service)(nil)

@@ -84,6 +84,18 @@ type Config struct {
 	// TickInterval is how often a started Service looks for due syncs.
 	// Defaults to DefaultTickInterval.
 	TickInterval time.Duration
+	// RetryBackoff is the wait before attempt n (from 2) of an async
+	// action. Defaults to DefaultRetryBackoff.
+	RetryBackoff func(n int) time.Duration
+}
+
+// DefaultRetryBackoff is the default wait before attempt n (from 2) of an
+// async action: 3 seconds, doubling, at most 5 minutes.
+func DefaultRetryBackoff(n int) time.Duration {
+	if n > 10 {
+		return 5 * time.Minute
+	}
+	return min(3*time.Second<<max(n-2, 0), 5*time.Minute)
 }
 
 // Defaults of Config.
@@ -150,6 +162,9 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = DefaultTickInterval
+	}
+	if cfg.RetryBackoff == nil {
+		cfg.RetryBackoff = DefaultRetryBackoff
 	}
 	if cfg.WebhookFrom == "" {
 		cfg.WebhookFrom = "nango"
@@ -256,4 +271,3 @@ func (s *Service) DeployAll(ctx context.Context) error {
 }
 
 func (s *Service) nowUTC() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
-

@@ -33,10 +33,10 @@ type SyncContext struct {
 
 // runState is what a sync run accumulates.
 type runState struct {
-	models  map[string]bool
-	prefix  string // the checkpoint key of the run ("sync:<name>:<variant>")
-	touch   int64  // the run's touch generation
-	trackAll bool  // the function's track_deletes
+	models   map[string]bool
+	prefix   string // the checkpoint key of the run ("sync:<name>:<variant>")
+	touch    int64  // the run's touch generation
+	trackAll bool   // the function's track_deletes
 
 	mu      sync.Mutex
 	results map[string]*ModelResult // guarded by mu
