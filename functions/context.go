@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/store"
@@ -86,6 +88,9 @@ type ProxyResponse struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	// URL is the address the answer came from (after redirects), when
+	// known.
+	URL *url.URL
 }
 
 // JSON decodes the body into v.
@@ -141,7 +146,12 @@ func (c *Context) Proxy(ctx context.Context, r ProxyRequest) (*ProxyResponse, er
 		}
 		return nil, &UpstreamError{Status: resp.StatusCode, Header: resp.Header, Body: body}
 	}
-	return &ProxyResponse{Status: resp.StatusCode, Header: resp.Header, Body: body}, nil
+	out := &ProxyResponse{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	if resp.Request != nil && resp.Request.URL != nil {
+		u := *resp.Request.URL
+		out.URL = &u
+	}
+	return out, nil
 }
 
 // HTTPClient returns a client for a provider's Go SDK: requests to the
@@ -349,4 +359,59 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 		out[k] = v
 	}
 	return out
+}
+
+// Paginate iterates over the pages of records of a provider endpoint,
+// called through Proxy: the pagination settings are the provider's
+// (its catalogue entry's proxy.paginate) with those of p laid over them
+// (p may be nil). Each page is the records found at the settings'
+// response_path. The iteration ends with an error when a call fails. An
+// absolute next-page link is followed only to the host the previous page
+// came from: a provider's answer never sends the connection's
+// credentials elsewhere.
+func (c *Context) Paginate(ctx context.Context, r ProxyRequest, p *integrations.Paginate) iter.Seq2[[]json.RawMessage, error] {
+	var provider *integrations.Paginate
+	if c.svc.cfg.Catalog != nil {
+		if pr, ok := c.svc.cfg.Catalog.Get(c.Provider); ok && pr.Proxy != nil {
+			provider = pr.Proxy.Paginate
+		}
+	}
+	settings := MergePaginate(provider, p)
+	var body map[string]any
+	if r.Data != nil {
+		b, err := json.Marshal(r.Data)
+		if err == nil {
+			_ = json.Unmarshal(b, &body)
+		}
+	}
+	first := PageRequest{Method: r.Method, Endpoint: r.Endpoint, Params: r.Params, Body: body, BaseURLOverride: r.BaseURLOverride}
+	lastHost := ""
+	if r.BaseURLOverride != "" {
+		if u, err := url.Parse(r.BaseURLOverride); err == nil {
+			lastHost = u.Host
+		}
+	}
+	fetch := func(ctx context.Context, pr PageRequest) (*Page, error) {
+		if pr.BaseURLOverride != "" && pr.BaseURLOverride != r.BaseURLOverride {
+			u, err := url.Parse(pr.BaseURLOverride)
+			if err != nil || lastHost == "" || !strings.EqualFold(u.Host, lastHost) {
+				return nil, fmt.Errorf("functions: paginate %s: the next page's link points at another host than the provider's; not followed", r.Endpoint)
+			}
+		}
+		call := r
+		call.Method, call.Endpoint, call.Params, call.BaseURLOverride = pr.Method, pr.Endpoint, pr.Params, pr.BaseURLOverride
+		call.Data, call.Body = nil, nil
+		if pr.Body != nil {
+			call.Data = pr.Body
+		}
+		resp, err := c.Proxy(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		if resp.URL != nil {
+			lastHost = resp.URL.Host
+		}
+		return &Page{Status: resp.Status, Header: resp.Header, Body: resp.Body}, nil
+	}
+	return Paginate(ctx, fetch, first, settings)
 }
