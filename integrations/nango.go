@@ -21,7 +21,8 @@ import (
 // token_params, refresh_params, token_response_metadata,
 // redirect_uri_metadata, token_expiration_buffer, proxy.base_url,
 // proxy.headers, proxy.query, proxy.retry, proxy.verification,
-// proxy.decompress, connection_config and credentials); every other field
+// proxy.paginate, proxy.decompress, connection_config and credentials);
+// every other field
 // is ignored. A token_url given per auth mode (a mapping) yields the URL of
 // the entry's own mode, else the OAUTH2 one. Scalars are accepted where a
 // list is expected, numbers and booleans where a string is, and nested
@@ -191,7 +192,23 @@ type nangoProxy struct {
 	Query        nMap               `yaml:"query"`
 	Retry        *nangoRetry        `yaml:"retry"`
 	Verification *nangoVerification `yaml:"verification"`
+	Paginate     *nangoPaginate     `yaml:"paginate"`
 	Decompress   nBool              `yaml:"decompress"`
+}
+
+type nangoPaginate struct {
+	Type                    nText  `yaml:"type"`
+	LimitNameInRequest      nText  `yaml:"limit_name_in_request"`
+	CursorPathInResponse    nText  `yaml:"cursor_path_in_response"`
+	CursorNameInRequest     nText  `yaml:"cursor_name_in_request"`
+	LinkRelInResponseHeader nText  `yaml:"link_rel_in_response_header"`
+	LinkPathInResponseBody  nText  `yaml:"link_path_in_response_body"`
+	OffsetNameInRequest     nText  `yaml:"offset_name_in_request"`
+	OffsetStartValue        nInt   `yaml:"offset_start_value"`
+	OffsetCalculationMethod nText  `yaml:"offset_calculation_method"`
+	ResponsePath            nText  `yaml:"response_path"`
+	InBody                  *nBool `yaml:"in_body"`
+	Limit                   nInt   `yaml:"limit"`
 }
 
 type nangoRetry struct {
@@ -274,6 +291,25 @@ func (e *nangoEntry) provider(key string) *Provider {
 				Endpoints:       endpoints,
 				BaseURLOverride: string(v.BaseURLOverride),
 				Headers:         v.Headers,
+			}
+		}
+		if pg := x.Paginate; pg != nil {
+			p.Proxy.Paginate = &Paginate{
+				Type:                    string(pg.Type),
+				LimitNameInRequest:      string(pg.LimitNameInRequest),
+				CursorPathInResponse:    string(pg.CursorPathInResponse),
+				CursorNameInRequest:     string(pg.CursorNameInRequest),
+				LinkRelInResponseHeader: string(pg.LinkRelInResponseHeader),
+				LinkPathInResponseBody:  string(pg.LinkPathInResponseBody),
+				OffsetNameInRequest:     string(pg.OffsetNameInRequest),
+				OffsetStartValue:        int(pg.OffsetStartValue),
+				OffsetCalculationMethod: string(pg.OffsetCalculationMethod),
+				ResponsePath:            string(pg.ResponsePath),
+				Limit:                   int(pg.Limit),
+			}
+			if pg.InBody != nil {
+				b := bool(*pg.InBody)
+				p.Proxy.Paginate.InBody = &b
 			}
 		}
 	}

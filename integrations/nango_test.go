@@ -25,7 +25,8 @@ func nangoFixtureWant() []*Provider {
 			Docs:             "https://docs.github.com/en/rest",
 			AuthorizationURL: "https://github.com/login/oauth/authorize",
 			TokenURL:         "https://github.com/login/oauth/access_token",
-			Proxy:            &Proxy{BaseURL: "https://api.github.com", Retry: githubRetry},
+			Proxy: &Proxy{BaseURL: "https://api.github.com", Retry: githubRetry,
+				Paginate: &Paginate{Type: "link", LinkRelInResponseHeader: "next", LimitNameInRequest: "per_page"}},
 		},
 		{
 			Name:             "github-enterprise",

@@ -229,6 +229,89 @@ type Proxy struct {
 
 	// Decompress asks the proxy to decompress responses itself.
 	Decompress bool `yaml:"decompress,omitempty" json:"decompress,omitempty"`
+
+	// Paginate says how the API's list endpoints page their results, for
+	// functions that page through them (Nango's proxy.paginate). A
+	// function's own settings are merged over it. Nil when not described.
+	Paginate *Paginate `yaml:"paginate,omitempty" json:"paginate,omitempty"`
+}
+
+// The types of pagination (Paginate.Type).
+const (
+	// PaginateCursor: each page names the cursor of the next one in its
+	// body (CursorPathInResponse), sent back as CursorNameInRequest.
+	PaginateCursor = "cursor"
+	// PaginateLink: each page links to the next one, in its Link header
+	// (LinkRelInResponseHeader) or its body (LinkPathInResponseBody).
+	PaginateLink = "link"
+	// PaginateOffset: the requests count the records (or pages) already
+	// read in OffsetNameInRequest.
+	PaginateOffset = "offset"
+)
+
+// The ways of counting an offset (Paginate.OffsetCalculationMethod).
+const (
+	// OffsetByResponseSize adds the number of records of each page (the
+	// default).
+	OffsetByResponseSize = "by-response-size"
+	// OffsetPerPage adds one per page: the offset is a page number.
+	OffsetPerPage = "per-page"
+)
+
+// Paginate describes the pagination of a provider's API, with the names
+// of Nango's providers.yaml. Zero fields are unset. Which fields a type
+// needs is checked when a function pages, after its own settings are
+// merged over the provider's: cursor needs CursorNameInRequest and
+// CursorPathInResponse, link one of LinkRelInResponseHeader and
+// LinkPathInResponseBody, offset OffsetNameInRequest, and Limit needs
+// LimitNameInRequest.
+type Paginate struct {
+	// Type is PaginateCursor, PaginateLink or PaginateOffset. It may be
+	// left empty in a provider for functions to give it.
+	Type string `yaml:"type,omitempty" json:"type,omitempty"`
+	// LimitNameInRequest is the parameter that carries Limit, such as
+	// "per_page"; a dotted name ("page.size") nests it in a JSON body.
+	LimitNameInRequest string `yaml:"limit_name_in_request,omitempty" json:"limit_name_in_request,omitempty"`
+	// CursorPathInResponse is the path of the next cursor in the body, such
+	// as "response_metadata.next_cursor" (lodash-style: "a.b.0.c").
+	CursorPathInResponse string `yaml:"cursor_path_in_response,omitempty" json:"cursor_path_in_response,omitempty"`
+	// CursorNameInRequest is the parameter that carries the cursor.
+	CursorNameInRequest string `yaml:"cursor_name_in_request,omitempty" json:"cursor_name_in_request,omitempty"`
+	// LinkRelInResponseHeader is the relation of the next page's link in
+	// the Link header, usually "next".
+	LinkRelInResponseHeader string `yaml:"link_rel_in_response_header,omitempty" json:"link_rel_in_response_header,omitempty"`
+	// LinkPathInResponseBody is the path of the next page's URL in the
+	// body.
+	LinkPathInResponseBody string `yaml:"link_path_in_response_body,omitempty" json:"link_path_in_response_body,omitempty"`
+	// OffsetNameInRequest is the parameter that carries the offset.
+	OffsetNameInRequest string `yaml:"offset_name_in_request,omitempty" json:"offset_name_in_request,omitempty"`
+	// OffsetStartValue is the offset of the first page (default 0).
+	OffsetStartValue int `yaml:"offset_start_value,omitempty" json:"offset_start_value,omitempty"`
+	// OffsetCalculationMethod is OffsetByResponseSize (the default) or
+	// OffsetPerPage.
+	OffsetCalculationMethod string `yaml:"offset_calculation_method,omitempty" json:"offset_calculation_method,omitempty"`
+	// ResponsePath is the path of the page's records in the body, such as
+	// "results"; empty when the body is the array of records.
+	ResponsePath string `yaml:"response_path,omitempty" json:"response_path,omitempty"`
+	// InBody sends the pagination parameters in the JSON body rather than
+	// the query. Nil means: in the body for POST, PUT and PATCH.
+	InBody *bool `yaml:"in_body,omitempty" json:"in_body,omitempty"`
+	// Limit is the page size asked for (0: the API's default). A page with
+	// fewer records ends offset pagination.
+	Limit int `yaml:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// Clone returns a copy of x that shares nothing with it.
+func (x *Paginate) Clone() *Paginate {
+	if x == nil {
+		return nil
+	}
+	c := *x
+	if x.InBody != nil {
+		b := *x.InBody
+		c.InBody = &b
+	}
+	return &c
 }
 
 // Retry names the rate-limit headers of a provider.
@@ -432,6 +515,7 @@ func (x *Proxy) clone() *Proxy {
 		v.Headers = maps.Clone(x.Verification.Headers)
 		c.Verification = &v
 	}
+	c.Paginate = x.Paginate.Clone()
 	return &c
 }
 
@@ -704,10 +788,32 @@ func (v *validator) check() {
 			}
 			v.checkTemplateMap("proxy.verification.headers", vf.Headers)
 		}
+		v.checkPaginate(x.Paginate)
 	}
 	v.checkFields("connection_config", p.ConnectionConfig)
 	v.checkFields("credentials", p.Credentials)
 	v.checkWebhook()
+}
+
+// checkPaginate checks the values of proxy.paginate that a provider
+// cannot leave to functions: the type, the offset method and the limit.
+func (v *validator) checkPaginate(pg *Paginate) {
+	if pg == nil {
+		return
+	}
+	switch pg.Type {
+	case "", PaginateCursor, PaginateLink, PaginateOffset:
+	default:
+		v.addf("proxy.paginate.type", "unknown pagination type %q (want cursor, link or offset)", pg.Type)
+	}
+	switch pg.OffsetCalculationMethod {
+	case "", OffsetByResponseSize, OffsetPerPage:
+	default:
+		v.addf("proxy.paginate.offset_calculation_method", "unknown method %q (want by-response-size or per-page)", pg.OffsetCalculationMethod)
+	}
+	if pg.Limit < 0 {
+		v.addf("proxy.paginate.limit", "must not be negative")
+	}
 }
 
 func (v *validator) checkFields(field string, fs map[string]FieldSpec) {
