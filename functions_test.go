@@ -64,7 +64,43 @@ func (a *fnAPI) requests() []*http.Request {
 // connection "c1" with the key "sk-1".
 type fnBundle struct {
 	*bundle
-	api *fnAPI
+	api  *fnAPI
+	hook *hookSink
+}
+
+// hookSink receives the environment's webhooks.
+type hookSink struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies []map[string]any
+}
+
+func newHookSink(t *testing.T) *hookSink {
+	h := &hookSink{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&m); err == nil {
+			h.mu.Lock()
+			h.bodies = append(h.bodies, m)
+			h.mu.Unlock()
+		}
+		w.WriteHeader(200)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// ofType returns the webhooks received of a type.
+func (h *hookSink) ofType(typ string) []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]any
+	for _, b := range h.bodies {
+		if b["type"] == typ {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func setupFunctions(t *testing.T, b *backend, register func(svc *connect.Service), mutate ...func(*connect.Config)) *fnBundle {
@@ -90,6 +126,11 @@ func setupFunctions(t *testing.T, b *backend, register func(svc *connect.Service
 	if register != nil {
 		register(bu.svc)
 	}
+	sink := newHookSink(t)
+	urls := []string{sink.srv.URL}
+	if _, err := bu.svc.Environments().Update(context.Background(), bu.env.ID, environments.UpdateInput{WebhookURLs: &urls}); err != nil {
+		t.Fatal(err)
+	}
 	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"fx-api","unique_key":"fx"}`})
 	bu.mustDo(t, 201, req{method: "POST", path: "/connections",
 		body: `{"provider_config_key":"fx","connection_id":"c1","api_key":"sk-1"}`})
@@ -103,7 +144,7 @@ func setupFunctions(t *testing.T, b *backend, register func(svc *connect.Service
 		defer cancel()
 		_ = bu.svc.Stop(ctx)
 	})
-	return &fnBundle{bundle: bu, api: api}
+	return &fnBundle{bundle: bu, api: api, hook: sink}
 }
 
 func actionReq(name, input string, header map[string]string) req {
@@ -320,18 +361,14 @@ func TestActionAsync(t *testing.T) {
 			t.Fatalf("result %d %s, want 200 after the third attempt", res.status, res.raw)
 		}
 		// The async action webhook names the task.
-		var found bool
 		waitFor(t, 10*time.Second, "the async action webhook", func() bool {
-			ds, err := bu.svc.ListWebhookDeliveries(context.Background(), webhooks.DeliveryFilter{EnvironmentID: bu.env.ID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range ds {
-				if d.Type == webhooks.TypeAsyncAction && strings.Contains(string(d.Body), id) {
-					found = true
+			for _, h := range bu.hook.ofType(webhooks.TypeAsyncAction) {
+				p, _ := h["payload"].(map[string]any)
+				if p["id"] == id && p["statusUrl"] == "/action/"+id && h["connectionId"] == "c1" && h["providerConfigKey"] == "fx" {
+					return true
 				}
 			}
-			return found
+			return false
 		})
 
 		// Retries exhausted: the last error is the result.

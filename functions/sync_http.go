@@ -220,11 +220,11 @@ func (s *Service) frequencyHTTP(w http.ResponseWriter, r *http.Request, p *httpa
 		return err
 	}
 	var b struct {
-		SyncName          string           `json:"sync_name"`
-		SyncVariant       string           `json:"sync_variant"`
-		ProviderConfigKey string           `json:"provider_config_key"`
-		ConnectionID      string           `json:"connection_id"`
-		Frequency         *json.RawMessage `json:"frequency"`
+		SyncName          string          `json:"sync_name"`
+		SyncVariant       string          `json:"sync_variant"`
+		ProviderConfigKey string          `json:"provider_config_key"`
+		ConnectionID      string          `json:"connection_id"`
+		Frequency         json.RawMessage `json:"frequency"`
 	}
 	if err := httpapi.Decode(r, &b); err != nil {
 		return err
@@ -238,12 +238,12 @@ func (s *Service) frequencyHTTP(w http.ResponseWriter, r *http.Request, p *httpa
 	}
 	var freq *string
 	switch {
-	case b.Frequency == nil:
+	case len(b.Frequency) == 0:
 		fe = append(fe, store.FieldError{Code: "required", Message: "is required (a frequency, or null to revert)", Path: []string{"frequency"}})
-	case string(*b.Frequency) == "null":
+	case string(b.Frequency) == "null":
 	default:
 		var v string
-		if err := json.Unmarshal(*b.Frequency, &v); err != nil {
+		if err := json.Unmarshal(b.Frequency, &v); err != nil {
 			fe = append(fe, store.FieldError{Code: "invalid_type", Message: "must be a string or null", Path: []string{"frequency"}})
 		} else {
 			freq = &v

@@ -284,7 +284,7 @@ func (s *Service) UpdateFrequency(ctx context.Context, env int64, integration, c
 			}
 			sc.Frequency, sc.Interval = "", def.Interval
 		}
-		out = (Frequency{Interval: sc.Interval}).String()
+		out = formatInterval(sc.Interval)
 		if !sc.Paused {
 			base := now
 			if sc.LastSyncDate != nil {
@@ -474,7 +474,7 @@ func (s *Service) Status(ctx context.Context, t SyncTarget) ([]SyncStatus, error
 		if sc.LastSyncDate == nil {
 			e.Type = "INITIAL"
 		}
-		e.Frequency = (Frequency{Interval: sc.Interval}).String()
+		e.Frequency = formatInterval(sc.Interval)
 		if sc.Frequency != "" {
 			e.Frequency = sc.Frequency
 		} else if f != nil && f.Definition.Runs != "" {

@@ -261,6 +261,10 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 	st := &runStatus{run: r, sched: sc}
 	now := s.nowUTC()
 	r.Status, r.StartedAt, r.HeartbeatAt = RunRunning, &now, &now
+	r.Type = "INCREMENTAL"
+	if sc.LastSyncDate == nil || r.Reset {
+		r.Type = "INITIAL"
+	}
 	if err := s.st.UpdateSyncRun(ctx, r); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil
@@ -274,9 +278,6 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 	runErr := s.execSync(runCtx, st, nil)
 	cancel()
 	<-hbDone
-	if runErr == nil && runCtx.Err() != nil && ctx.Err() == nil {
-		runErr = runCtx.Err()
-	}
 	return s.finishRun(context.WithoutCancel(ctx), st, nil, runErr)
 }
 
