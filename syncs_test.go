@@ -132,13 +132,24 @@ type syncFixture struct {
 
 func setupSync(t *testing.T, b *backend, fns ...any) *syncFixture {
 	t.Helper()
+	return setupSyncConfig(t, b, nil, fns...)
+}
+
+// setupSyncConfig is setupSync with mutate applied to the Config (nil for
+// none).
+func setupSyncConfig(t *testing.T, b *backend, mutate func(*connect.Config), fns ...any) *syncFixture {
+	t.Helper()
 	api := &issueAPI{pageSize: 100}
 	api.set(250, func(i int) string { return "issue " + strconv.Itoa(i) })
+	var muts []func(*connect.Config)
+	if mutate != nil {
+		muts = append(muts, mutate)
+	}
 	fb := setupFunctions(t, b, func(svc *connect.Service) {
 		if err := svc.Functions().Register(fns...); err != nil {
 			t.Fatal(err)
 		}
-	})
+	}, muts...)
 	fb.api.setHandle(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/issues" {
 			api.serve(w, r)

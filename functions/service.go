@@ -123,6 +123,9 @@ type Service struct {
 	runtimes map[string]Runtime // guarded by mu
 	// templates are the templates of each provider; guarded by mu.
 	templates map[string][]Template
+	// retentionBucket is the retention interval this process last queued
+	// the retention job for; guarded by mu.
+	retentionBucket int64
 
 	loopMu   sync.Mutex
 	stopLoop context.CancelFunc // guarded by loopMu

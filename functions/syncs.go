@@ -35,6 +35,9 @@ func (s *Service) RegisterJobs(sch jobs.Scheduler) error {
 	if err := sch.Register(SyncJobKind, s.handleSyncJob); err != nil {
 		return err
 	}
+	if err := sch.Register(RetentionJobKind, s.handleRetentionJob); err != nil {
+		return err
+	}
 	return sch.Register(OnEventJobKind, s.handleOnEventJob)
 }
 
@@ -117,7 +120,10 @@ func (s *Service) Tick(ctx context.Context) (TickResult, error) {
 	}
 	n, err := s.reap(ctx)
 	res.Reaped = n
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	return res, s.maybeQueueRetention(ctx)
 }
 
 // claimDue queues the runs of up to claimBatch due syncs in one
