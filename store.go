@@ -3,6 +3,7 @@ package connect
 import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -27,4 +28,11 @@ type Store interface {
 	// (Service.CheckEncryptionKeys) and re-seals them
 	// (Service.ReencryptSecrets).
 	store.SealedValues
+	// FunctionStore, SyncStore, CheckpointStore and ActionStore hold the
+	// deployed functions, the syncs and their runs, checkpoints and async
+	// action tasks.
+	functions.FunctionStore
+	functions.SyncStore
+	functions.CheckpointStore
+	functions.ActionStore
 }

@@ -108,13 +108,15 @@ const (
 // FunctionStore holds deployed functions.
 type FunctionStore interface {
 	// PutFunction creates f, or replaces the function of its identity.
-	// When one is stored with the same Runtime, Version, Source, Code and
-	// Definition (compared as JSON), nothing changes and changed is
-	// false. Otherwise the stored one is replaced, keeping its ID and
-	// Enabled, with DeployedAt and UpdatedAt set to f.DeployedAt; a new one
-	// gets an ID and Enabled true. An empty f.Version becomes "1" for a new
-	// function and the stored version plus one (when it is a number) for a
-	// changed one. f is set to what is stored.
+	// When one is stored with the same Runtime, Version (an empty
+	// f.Version matches any), Source, Code and Definition (compared as
+	// JSON), nothing changes and changed is false. Otherwise the stored
+	// one is replaced, keeping its ID and Enabled, with DeployedAt and
+	// UpdatedAt set to f.DeployedAt; a new one gets an ID, Enabled true
+	// and both times from f.DeployedAt. An empty f.Version becomes "1" for
+	// a new function and, for a changed one, the stored version plus one
+	// when it is a number, else the stored version. f is set to what is
+	// stored.
 	PutFunction(ctx context.Context, f *Function) (changed bool, err error)
 	// GetFunction returns the function of an identity, or ErrNotFound.
 	GetFunction(ctx context.Context, environmentID int64, integration string, kind Kind, name string) (*Function, error)
@@ -373,6 +375,10 @@ type ActionStore interface {
 	// FinishedAt) when its stored Version equals t.Version, then sets
 	// t.Version to the next one; a stale version is ErrConflict.
 	UpdateActionTask(ctx context.Context, t *ActionTask) error
+	// StaleActionTasks returns up to limit tasks that are RUNNING with an
+	// UpdatedAt before before: tasks whose instance died (a running task's
+	// UpdatedAt is its heartbeat).
+	StaleActionTasks(ctx context.Context, before time.Time, limit int) ([]*ActionTask, error)
 	// DeleteActionTasksBefore deletes up to limit finished tasks that
 	// finished before before, and returns how many (retention).
 	DeleteActionTasksBefore(ctx context.Context, before time.Time, limit int) (int, error)

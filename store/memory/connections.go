@@ -156,7 +156,8 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 	return nil
 }
 
-// DeleteConnection deletes the connection or returns store.ErrNotFound.
+// DeleteConnection deletes the connection, with its syncs, their runs and
+// its checkpoints, or returns store.ErrNotFound.
 func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
 	if err := checkText([]string{integrationKey, connectionID}); err != nil {
 		return err
@@ -174,6 +175,7 @@ func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integ
 	delete(s.d.conns, id)
 	delete(s.d.connIndex, k)
 	delete(s.d.sessionConns, id)
+	s.d.deleteConnectionsData(map[int64]bool{id: true})
 	return nil
 }
 

@@ -83,8 +83,8 @@ func (s *Store) ListIntegrations(ctx context.Context, environmentID int64) ([]*i
 // UpdateIntegration replaces every field but ID, EnvironmentID and CreatedAt
 // of the integration of in.EnvironmentID with in.ID. A UniqueKey used by
 // another integration is store.ErrConflict, and so is renaming an
-// integration that has connections. A missing integration is
-// store.ErrNotFound.
+// integration that has connections. Renaming an integration renames its
+// functions. A missing integration is store.ErrNotFound.
 func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integration) error {
 	if err := checkText(copyIntegration(in)); err != nil {
 		return err
@@ -109,11 +109,13 @@ func (s *Store) UpdateIntegration(ctx context.Context, in *integrations.Integrat
 	c := copyIntegration(in)
 	c.CreatedAt = old.CreatedAt
 	s.d.integrations[c.ID] = c
+	s.d.renameIntegrationFunctions(old.EnvironmentID, old.UniqueKey, in.UniqueKey)
 	return nil
 }
 
-// DeleteIntegration deletes the integration and all its connections, or
-// returns store.ErrNotFound.
+// DeleteIntegration deletes the integration and all its connections (with
+// their syncs and checkpoints) and functions, or returns
+// store.ErrNotFound.
 func (s *Store) DeleteIntegration(ctx context.Context, environmentID int64, uniqueKey string) error {
 	if err := checkText(uniqueKey); err != nil {
 		return err
@@ -127,13 +129,17 @@ func (s *Store) DeleteIntegration(ctx context.Context, environmentID int64, uniq
 	if in == nil {
 		return fmt.Errorf("integration %q: %w", uniqueKey, store.ErrNotFound)
 	}
+	gone := map[int64]bool{}
 	for id, c := range s.d.conns {
 		if c.EnvironmentID == environmentID && c.IntegrationKey == uniqueKey {
 			delete(s.d.conns, id)
 			delete(s.d.connIndex, connKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
 			delete(s.d.sessionConns, id)
+			gone[id] = true
 		}
 	}
+	s.d.deleteConnectionsData(gone)
+	s.d.deleteIntegrationFunctions(environmentID, uniqueKey)
 	delete(s.d.integrations, in.ID)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/webhooks"
@@ -72,23 +73,43 @@ type data struct {
 	// hash.
 	flows     map[int64]*connections.OAuthFlow
 	flowIndex map[string]int64
+
+	// The state of functions (see functions.go). functions are the
+	// deployed functions by ID, functionIndex finds one from its
+	// identity; syncs are the syncs by ID, syncIndex finds one from its
+	// identity; syncRuns and actionTasks are by ID.
+	lastFunctionID int64
+	functions      map[int64]*functions.Function
+	functionIndex  map[functionKey]int64
+	syncs          map[string]*functions.Schedule
+	syncIndex      map[syncKey]string
+	syncRuns       map[string]*functions.SyncRun
+	checkpoints    map[checkpointKey]*functions.StoredCheckpoint
+	actionTasks    map[string]*functions.ActionTask
 }
 
 func newData() *data {
 	return &data{
-		envs:         map[int64]*environments.Environment{},
-		apiKeys:      map[int64]*environments.APIKey{},
-		variables:    map[int64][]environments.Variable{},
-		integrations: map[int64]*integrations.Integration{},
-		conns:        map[int64]*connections.Connection{},
-		connIndex:    map[connKey]int64{},
-		logIDs:       map[string]struct{}{},
-		deliveries:   map[string]*webhooks.Delivery{},
-		sessions:     map[int64]*connections.Session{},
-		sessionIndex: map[string]int64{},
-		sessionConns: map[int64]struct{}{},
-		flows:        map[int64]*connections.OAuthFlow{},
-		flowIndex:    map[string]int64{},
+		envs:          map[int64]*environments.Environment{},
+		apiKeys:       map[int64]*environments.APIKey{},
+		variables:     map[int64][]environments.Variable{},
+		integrations:  map[int64]*integrations.Integration{},
+		conns:         map[int64]*connections.Connection{},
+		connIndex:     map[connKey]int64{},
+		logIDs:        map[string]struct{}{},
+		deliveries:    map[string]*webhooks.Delivery{},
+		sessions:      map[int64]*connections.Session{},
+		sessionIndex:  map[string]int64{},
+		sessionConns:  map[int64]struct{}{},
+		flows:         map[int64]*connections.OAuthFlow{},
+		flowIndex:     map[string]int64{},
+		functions:     map[int64]*functions.Function{},
+		functionIndex: map[functionKey]int64{},
+		syncs:         map[string]*functions.Schedule{},
+		syncIndex:     map[syncKey]string{},
+		syncRuns:      map[string]*functions.SyncRun{},
+		checkpoints:   map[checkpointKey]*functions.StoredCheckpoint{},
+		actionTasks:   map[string]*functions.ActionTask{},
 	}
 }
 
@@ -110,6 +131,13 @@ func (d *data) snapshot() *data {
 	c.sessionConns = maps.Clone(d.sessionConns)
 	c.flows = maps.Clone(d.flows)
 	c.flowIndex = maps.Clone(d.flowIndex)
+	c.functions = maps.Clone(d.functions)
+	c.functionIndex = maps.Clone(d.functionIndex)
+	c.syncs = maps.Clone(d.syncs)
+	c.syncIndex = maps.Clone(d.syncIndex)
+	c.syncRuns = maps.Clone(d.syncRuns)
+	c.checkpoints = maps.Clone(d.checkpoints)
+	c.actionTasks = maps.Clone(d.actionTasks)
 	return &c
 }
 

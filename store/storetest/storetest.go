@@ -10,6 +10,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -27,6 +28,10 @@ type Store interface {
 	webhooks.Store
 	webhooks.Requeuer
 	store.SealedValues
+	functions.FunctionStore
+	functions.SyncStore
+	functions.CheckpointStore
+	functions.ActionStore
 }
 
 type test struct {
@@ -57,6 +62,11 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Sessions", sessionTests},
 		{"OAuthFlows", flowTests},
 		{"SealedValues", sealedTests},
+		{"Functions", functionTests},
+		{"Syncs", syncTests},
+		{"SyncRuns", syncRunTests},
+		{"Checkpoints", checkpointTests},
+		{"ActionTasks", actionTaskTests},
 		{"Text", textTests},
 	}
 	for _, g := range groups {
