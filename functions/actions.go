@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/embedauth/connect/connections"
@@ -292,32 +293,92 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 		}
 		return err
 	}
-	out, runErr := s.runTask(ctx, t)
+	// The heartbeat: UpdatedAt moves on while the attempt runs, so that
+	// reapActions can tell a task whose instance died.
+	var mu sync.Mutex
+	runCtx, cancel := context.WithCancel(ctx)
+	beatDone := make(chan struct{})
+	lost := false
+	go func() {
+		defer close(beatDone)
+		tk := time.NewTicker(s.cfg.Heartbeat)
+		defer tk.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tk.C:
+			}
+			mu.Lock()
+			u := *t
+			u.UpdatedAt = s.nowUTC()
+			err := s.st.UpdateActionTask(runCtx, &u)
+			if err == nil {
+				*t = u
+			} else if errors.Is(err, store.ErrConflict) {
+				lost = true // reaped: another attempt owns the task now
+				cancel()
+			}
+			mu.Unlock()
+		}
+	}()
+	snapshot := *t // runTask reads it while the heartbeat writes t
+	out, logID, runErr := s.runTask(runCtx, &snapshot)
+	cancel()
+	<-beatDone
+	if lost {
+		return nil
+	}
+	t.LogID = logID
 	return s.finishTask(context.WithoutCancel(ctx), t, out, runErr)
 }
 
-// runTask runs the action of a task.
-func (s *Service) runTask(ctx context.Context, t *ActionTask) (json.RawMessage, error) {
+// reapActions ends the attempts of async actions whose instance died (no
+// heartbeat for three heartbeats) as failed: they are retried when they
+// have retries left.
+func (s *Service) reapActions(ctx context.Context) (int, error) {
+	stale, err := s.st.StaleActionTasks(ctx, s.nowUTC().Add(-3*s.cfg.Heartbeat), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range stale {
+		err := s.finishTask(ctx, t, nil, &RunError{Failure: &Failure{Status: 500, Body: FailureBody{Error: FailureDetail{
+			Code: "script_internal_error", Message: "The instance running the action stopped before it ended."}}},
+			Err: errors.New("interrupted")})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// runTask runs the action of a task and returns its output and the id of
+// its operations log entry.
+func (s *Service) runTask(ctx context.Context, t *ActionTask) (json.RawMessage, string, error) {
 	input, err := s.cfg.Keyring.Open(purposeActionInput, t.SealedInput)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	p, err := s.prepare(ctx, t.EnvironmentID, t.Integration, t.ConnectionRef, KindAction, t.ActionName)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	logID, err := s.logStart(ctx, p, "action", "run", map[string]any{"task_id": t.ID, "attempt": t.Attempts, "async": true})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	t.LogID = logID
 	in := json.RawMessage(input)
 	if string(in) == "null" {
 		in = nil
 	}
 	out, runErr := s.execAction(ctx, p, t.ID, logID, in)
 	s.logEnd(ctx, p, logID, "action", runErr)
-	return out, runErr
+	return out, logID, runErr
 }
 
 // finishTask stores the outcome of an attempt: the output, a retry, or the

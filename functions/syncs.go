@@ -123,6 +123,11 @@ func (s *Service) Tick(ctx context.Context) (TickResult, error) {
 	if err != nil {
 		return res, err
 	}
+	n, err = s.reapActions(ctx)
+	res.Reaped += n
+	if err != nil {
+		return res, err
+	}
 	return res, s.maybeQueueRetention(ctx)
 }
 
