@@ -1,7 +1,43 @@
-// Package functions runs the host's functions against connections: actions
-// (called through POST /action/trigger or Service.TriggerAction), syncs
-// (scheduled runs that save records, read with GET /records) and on-event
-// functions (run when a connection is created, validated or deleted).
+// Package functions runs a host's code against connections: actions,
+// syncs and on-event functions, written in Go and registered with
+// [Service.Register] (connect's Service.Functions returns the Service).
 //
-// The package is being built (issue 14); this file grows with it.
+//   - An [Action] is called with an input and answers an output: through
+//     POST /action/trigger (synchronously, or with X-Async as a durable
+//     task whose outcome GET /action/{id} serves) or from Go
+//     ([Service.TriggerAction], [Service.TriggerActionAsync]).
+//     [NewAction] builds a typed one, its JSON Schemas derived from the Go
+//     types.
+//   - A [Sync] runs on a schedule for each connection (and variant) of its
+//     integration and saves records of its models, which GET /records
+//     lists. Schedules live in the Store; every started instance looks for
+//     due ones each Config.TickInterval (one indexed query, FOR UPDATE SKIP
+//     LOCKED on Postgres) and queues their runs as Scheduler jobs, so that
+//     a fleet runs each scheduled run once and idle schedules cost
+//     nothing. A running run writes a heartbeat; one whose instance died is
+//     reported as interrupted, and the next run resumes from the last
+//     checkpoint.
+//   - An [OnEvent] function runs after a connection is created (as a
+//     durable job), before one is deleted, or to validate new credentials
+//     (its error refuses them): see [Service.ConnectionsSaved],
+//     [Service.BeforeDelete] and [Service.ValidateConnection], which
+//     package connections calls through its Hooks.
+//
+// A run's only door to side effects is its run context, [Context] (and
+// [SyncContext] for syncs): provider calls through the proxy with the
+// connection's credentials, pagination driven by the provider catalogue,
+// the connection and its metadata, environment variables, the operations
+// log, checkpoints, and for syncs the records. The limits (1,000 records
+// per call, record ids of at most 255 characters, declared models only,
+// 10 MB of action output, the run deadline) live there too.
+//
+// The code of a function runs on a [Runtime]: Go functions on the built-in
+// one; a runtime for code deployed at run time is added with
+// [Service.AddRuntime]. Scheduling, bookkeeping, webhooks and records never
+// depend on which runtime ran a function.
+//
+// Deployed functions, schedules, runs, checkpoints, async action tasks and
+// records are held by a [Store] (store/memory and store/postgres
+// implement it; store/storetest checks it). Record payloads, action inputs,
+// outputs and errors are sealed like every other secret.
 package functions
