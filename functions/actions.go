@@ -60,7 +60,7 @@ type prepared struct {
 // call: unknown_connection (400), not_found (404) or disabled_resource
 // (404) otherwise.
 func (s *Service) prepare(ctx context.Context, env int64, integration, connectionID string, kind Kind, name string) (*prepared, error) {
-	conn, err := s.st.GetConnection(ctx, env, integration, connectionID)
+	conn, err := s.connection(ctx, env, integration, connectionID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, store.Invalid("unknown_connection", fmt.Sprintf("No connection %q of integration %q was found.", connectionID, integration))
@@ -70,7 +70,7 @@ func (s *Service) prepare(ctx context.Context, env int64, integration, connectio
 	if err := s.deploy(ctx, env, integration); err != nil {
 		return nil, err
 	}
-	f, err := s.st.GetFunction(ctx, env, integration, kind, name)
+	f, err := s.getFunction(ctx, env, integration, kind, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, store.NotFound("not_found", "No %s %q is deployed to integration %q.", kind, name, integration)
 	}
@@ -113,12 +113,9 @@ func (s *Service) RunAction(ctx context.Context, call ActionCall) (json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	logID, err := s.logStart(ctx, p, "action", "run", map[string]any{"input_bytes": len(call.Input)})
-	if err != nil {
-		return nil, err
-	}
+	logID, start := s.cfg.Log.NewID(), s.cfg.Now()
 	out, runErr := s.execAction(ctx, p, "", logID, call.Input)
-	s.logEnd(ctx, p, logID, "action", runErr)
+	s.logRun(ctx, p, logID, "action", start, map[string]any{"input_bytes": len(call.Input)}, runErr)
 	if runErr != nil {
 		return nil, runErr
 	}
@@ -176,21 +173,17 @@ func (s *Service) execAction(ctx context.Context, p *prepared, runID, logID stri
 	return out, nil
 }
 
-// logStart writes the operations log entry of a run and returns its id.
-func (s *Service) logStart(ctx context.Context, p *prepared, typ, op string, meta map[string]any) (string, error) {
+// logRun writes the entry of a run that started at start (zero: unknown),
+// with meta.
+func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, start time.Time, meta map[string]any, runErr error) {
+	status, msg := oplog.StatusSuccess, fmt.Sprintf("%s %q succeeded", p.fn.Kind, p.fn.Name)
 	if meta == nil {
 		meta = map[string]any{}
 	}
 	meta["function"] = p.fn.Name
-	return s.cfg.Log.Record(ctx, &oplog.Entry{EnvironmentID: p.conn.EnvironmentID, Type: typ, Operation: op,
-		Status: oplog.StatusSuccess, IntegrationKey: p.conn.IntegrationKey, ConnectionID: p.conn.ConnectionID,
-		Message: fmt.Sprintf("%s %q started", p.fn.Kind, p.fn.Name), Meta: meta})
-}
-
-// logEnd writes the outcome of a run under its entry.
-func (s *Service) logEnd(ctx context.Context, p *prepared, logID, typ string, runErr error) {
-	status, msg := oplog.StatusSuccess, fmt.Sprintf("%s %q succeeded", p.fn.Kind, p.fn.Name)
-	meta := map[string]any{"run_log_id": logID, "function": p.fn.Name}
+	if !start.IsZero() {
+		meta["duration_ms"] = s.cfg.Now().Sub(start).Milliseconds()
+	}
 	if runErr != nil {
 		status, msg = oplog.StatusFailure, fmt.Sprintf("%s %q failed", p.fn.Kind, p.fn.Name)
 		var re *RunError
@@ -198,11 +191,9 @@ func (s *Service) logEnd(ctx context.Context, p *prepared, logID, typ string, ru
 			meta["error"] = re.Failure.Body.Error.Code
 		}
 	}
-	if _, err := s.cfg.Log.Record(context.WithoutCancel(ctx), &oplog.Entry{EnvironmentID: p.conn.EnvironmentID, Type: typ,
-		Operation: "end", Status: status, IntegrationKey: p.conn.IntegrationKey, ConnectionID: p.conn.ConnectionID,
-		Message: msg, Meta: meta}); err != nil {
-		s.logger.Warn("functions: log the end of a run", "function", p.fn.Name, "err", err)
-	}
+	e := &oplog.Entry{ID: logID, EnvironmentID: p.conn.EnvironmentID, Type: typ, Operation: "run", Status: status,
+		IntegrationKey: p.conn.IntegrationKey, ConnectionID: p.conn.ConnectionID, Message: msg, Meta: meta}
+	s.recordLater(ctx, e)
 }
 
 // AsyncAction is the handle of an action triggered asynchronously.
@@ -368,16 +359,13 @@ func (s *Service) runTask(ctx context.Context, t *ActionTask) (json.RawMessage, 
 	if err != nil {
 		return nil, "", err
 	}
-	logID, err := s.logStart(ctx, p, "action", "run", map[string]any{"task_id": t.ID, "attempt": t.Attempts, "async": true})
-	if err != nil {
-		return nil, "", err
-	}
+	logID, start := s.cfg.Log.NewID(), s.cfg.Now()
 	in := json.RawMessage(input)
 	if string(in) == "null" {
 		in = nil
 	}
 	out, runErr := s.execAction(ctx, p, t.ID, logID, in)
-	s.logEnd(ctx, p, logID, "action", runErr)
+	s.logRun(ctx, p, logID, "action", start, map[string]any{"task_id": t.ID, "attempt": t.Attempts, "async": true}, runErr)
 	return out, logID, runErr
 }
 

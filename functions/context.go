@@ -251,9 +251,8 @@ func (c *Context) Log(ctx context.Context, level slog.Level, msg string, args ..
 	if level >= slog.LevelError {
 		status = oplog.StatusFailure
 	}
-	_, err := c.svc.cfg.Log.Record(ctx, &oplog.Entry{EnvironmentID: c.EnvironmentID, Type: "function", Operation: "log",
+	return c.svc.record(ctx, &oplog.Entry{EnvironmentID: c.EnvironmentID, Type: "function", Operation: "log",
 		Status: status, IntegrationKey: c.Integration, ConnectionID: c.ConnectionID, Message: msg, Meta: meta})
-	return err
 }
 
 // Checkpoint returns the run's checkpoint: the state its function saved

@@ -270,6 +270,7 @@ func (s *Service) deleteFunctionHTTP(w http.ResponseWriter, r *http.Request, p *
 	if err := s.st.DeleteFunction(r.Context(), p.EnvironmentID, f.Integration, f.Kind, f.Name); err != nil {
 		return err
 	}
+	s.forgetFunction(p.EnvironmentID, f.Integration, f.Kind, f.Name)
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]bool{"success": true}})
 	return nil
 }

@@ -55,6 +55,9 @@ func (s *Service) onEventFunctions(ctx context.Context, env int64, integration s
 // the sync auto-starts) and queues the post-connection-creation functions
 // of every one as durable jobs, which run once the transaction commits.
 func (s *Service) ConnectionsSaved(ctx context.Context, cs []*connections.Connection, created []bool) error {
+	for _, c := range cs {
+		s.forgetConnection(c)
+	}
 	type group struct {
 		env         int64
 		integration string
@@ -151,21 +154,18 @@ func (s *Service) handleOnEventJob(ctx context.Context, run *jobs.Run) error {
 // execOnEvent runs an on-event function with its deadline, logging its
 // outcome.
 func (s *Service) execOnEvent(ctx context.Context, p *prepared) error {
-	logID, err := s.logStart(ctx, p, "on-event", string(p.fn.Definition.Event), nil)
-	if err != nil {
-		return err
-	}
+	logID, start := s.cfg.Log.NewID(), s.cfg.Now()
 	ctx, cancel := context.WithTimeout(ctx, OnEventTimeout)
 	defer cancel()
 	c := s.newContext(p, "", logID, "on-event:"+p.fn.Name)
-	err = protect(func() error { return p.rt.RunOnEvent(ctx, p.fn, c) })
+	err := protect(func() error { return p.rt.RunOnEvent(ctx, p.fn, c) })
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		err = &RunError{Failure: Classify(err), Err: err}
 	}
-	s.logEnd(ctx, p, logID, "on-event", err)
+	s.logRun(ctx, p, logID, "on-event", start, map[string]any{"event": string(p.fn.Definition.Event)}, err)
 	return err
 }
 
@@ -214,6 +214,7 @@ func (s *Service) ValidateConnection(ctx context.Context, c *connections.Connect
 // connection's integration, in turn. Their failures are logged; the
 // deletion proceeds.
 func (s *Service) BeforeDelete(ctx context.Context, c *connections.Connection) {
+	defer s.forgetConnection(c)
 	fs, err := s.onEventFunctions(ctx, c.EnvironmentID, c.IntegrationKey, EventPreConnectionDeletion)
 	if err != nil {
 		s.logger.Warn("functions: pre-connection-deletion", "connection", c.ConnectionID, "err", err)

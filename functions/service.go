@@ -12,6 +12,8 @@ import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/batch"
+	"github.com/embedauth/connect/internal/cache"
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/oplog"
@@ -51,6 +53,7 @@ type Environments interface {
 type TxStore interface {
 	Store
 	store.Transactor
+	AppendLogs(ctx context.Context, es []*oplog.Entry) error
 	ListEnvironments(ctx context.Context) ([]*environments.Environment, error)
 	ListIntegrations(ctx context.Context, environmentID int64) ([]*integrations.Integration, error)
 	ListConnections(ctx context.Context, f connections.Filter) ([]*connections.Connection, error)
@@ -127,6 +130,20 @@ type Service struct {
 	// the retention job for; guarded by mu.
 	retentionBucket int64
 
+	// fns caches deployed functions for FunctionCacheTTL; changes through
+	// this Service drop their entries.
+	fns *cache.Cache[fnCacheKey, *Function]
+	// logs coalesces the operations log entries of concurrent runs into
+	// one write.
+	logs *batch.Batcher[*oplog.Entry, struct{}]
+	// pendingLogs counts the run entries being written in the background
+	// (recordLater); Stop waits for them.
+	pendingLogs sync.WaitGroup
+	// conns caches the connections runs are prepared for (without their
+	// credentials) for ConnectionCacheTTL; deletions and re-authorizations
+	// through this Service drop their entries.
+	conns *cache.Cache[connCacheKey, *connections.Connection]
+
 	loopMu   sync.Mutex
 	stopLoop context.CancelFunc // guarded by loopMu
 	loopDone chan struct{}      // guarded by loopMu
@@ -137,6 +154,32 @@ type fnKey struct {
 	kind        Kind
 	name        string
 }
+
+// fnCacheKey identifies a deployed function in the cache.
+type fnCacheKey struct {
+	env         int64
+	integration string
+	kind        Kind
+	name        string
+}
+
+// connCacheKey identifies a connection in the cache.
+type connCacheKey struct {
+	env         int64
+	integration string
+	id          string
+}
+
+// ConnectionCacheTTL is how long a Service reuses a connection it read to
+// prepare a run (its credentials are read by the proxy, which has its own
+// cache): a connection deleted through another instance may still be
+// accepted for a run within it (whose provider calls then fail).
+const ConnectionCacheTTL = 5 * time.Second
+
+// FunctionCacheTTL is how long a Service reuses a deployed function it
+// read: a function deployed, disabled or deleted through another instance
+// is seen within it.
+const FunctionCacheTTL = 5 * time.Second
 
 type envKey struct {
 	env         int64
@@ -172,7 +215,76 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.WebhookFrom == "" {
 		cfg.WebhookFrom = "nango"
 	}
-	return &Service{cfg: cfg, st: cfg.Store, logger: cfg.Logger, reg: map[fnKey]*registered{}, deployed: map[envKey]int{}}, nil
+	s := &Service{cfg: cfg, st: cfg.Store, logger: cfg.Logger, reg: map[fnKey]*registered{}, deployed: map[envKey]int{}}
+	s.fns = cache.New(cache.Config[fnCacheKey, *Function]{
+		TTL:  FunctionCacheTTL,
+		Now:  cfg.Now,
+		Gone: func(err error) bool { return errors.Is(err, store.ErrNotFound) },
+		Load: func(ctx context.Context, k fnCacheKey) (*Function, error) {
+			return s.st.GetFunction(ctx, k.env, k.integration, k.kind, k.name)
+		},
+	})
+	s.conns = cache.New(cache.Config[connCacheKey, *connections.Connection]{
+		TTL:  ConnectionCacheTTL,
+		Now:  cfg.Now,
+		Gone: func(err error) bool { return errors.Is(err, store.ErrNotFound) },
+		Load: func(ctx context.Context, k connCacheKey) (*connections.Connection, error) {
+			return s.st.GetConnection(ctx, k.env, k.integration, k.id)
+		},
+	})
+	s.logs = batch.New(batch.Config[*oplog.Entry, struct{}]{
+		MaxBatch: 256,
+		Run: func(ctx context.Context, es []*oplog.Entry) ([]batch.Result[struct{}], error) {
+			if err := s.st.AppendLogs(ctx, es); err != nil {
+				return nil, err
+			}
+			return make([]batch.Result[struct{}], len(es)), nil
+		},
+	})
+	return s, nil
+}
+
+// getFunction returns a deployed function, from the cache when it was
+// read less than FunctionCacheTTL ago.
+func (s *Service) getFunction(ctx context.Context, env int64, integration string, kind Kind, name string) (*Function, error) {
+	return s.fns.Get(ctx, fnCacheKey{env, integration, kind, name})
+}
+
+// forgetFunction drops a function from the cache after a change.
+func (s *Service) forgetFunction(env int64, integration string, kind Kind, name string) {
+	s.fns.Delete(fnCacheKey{env, integration, kind, name})
+}
+
+// record writes an operations log entry, stamped, together with those of
+// other runs that write at the same time.
+func (s *Service) record(ctx context.Context, e *oplog.Entry) error {
+	s.cfg.Log.Stamp(e)
+	_, err := s.logs.Do(ctx, e)
+	return err
+}
+
+// recordLater writes an operations log entry in the background, so that
+// the run's caller does not wait for it (Stop does).
+func (s *Service) recordLater(ctx context.Context, e *oplog.Entry) {
+	s.cfg.Log.Stamp(e)
+	s.pendingLogs.Add(1)
+	go func() {
+		defer s.pendingLogs.Done()
+		if _, err := s.logs.Do(context.WithoutCancel(ctx), e); err != nil {
+			s.logger.Warn("functions: log a run", "entry", e.ID, "err", err)
+		}
+	}()
+}
+
+// connection returns a connection (without its credentials), from the
+// cache when it was read less than ConnectionCacheTTL ago.
+func (s *Service) connection(ctx context.Context, env int64, integration, id string) (*connections.Connection, error) {
+	return s.conns.Get(ctx, connCacheKey{env, integration, id})
+}
+
+// forgetConnection drops a connection from the cache after a change.
+func (s *Service) forgetConnection(c *connections.Connection) {
+	s.conns.Delete(connCacheKey{c.EnvironmentID, c.IntegrationKey, c.ConnectionID})
 }
 
 // Register registers functions written in Go: Action, Sync and OnEvent
@@ -239,6 +351,9 @@ func (s *Service) deploy(ctx context.Context, env int64, integration string) err
 		changed, err := s.st.PutFunction(ctx, &f)
 		if err != nil {
 			return fmt.Errorf("functions: deploy %s %q to %q: %w", f.Kind, f.Name, integration, err)
+		}
+		if changed {
+			s.forgetFunction(env, integration, f.Kind, f.Name)
 		}
 		if changed && f.Kind == KindSync {
 			if err := s.scheduleExisting(ctx, &f); err != nil {

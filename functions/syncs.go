@@ -58,18 +58,28 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends the loop Start started.
+// Stop ends the loop Start started and waits, within ctx, for the
+// operations log entries of finished runs to be written.
 func (s *Service) Stop(ctx context.Context) error {
 	s.loopMu.Lock()
 	cancel, done := s.stopLoop, s.loopDone
 	s.stopLoop, s.loopDone = nil, nil
 	s.loopMu.Unlock()
-	if cancel == nil {
-		return nil
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	cancel()
+	logged := make(chan struct{})
+	go func() {
+		s.pendingLogs.Wait()
+		close(logged)
+	}()
 	select {
-	case <-done:
+	case <-logged:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -381,10 +391,7 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 			}
 		}
 	}
-	logID, err := s.logStart(ctx, p, "sync", "run", map[string]any{"run_id": r.ID, "variant": sc.Variant, "trigger": r.Trigger})
-	if err != nil {
-		return err
-	}
+	logID, start := s.cfg.Log.NewID(), s.cfg.Now()
 	st.mu.Lock()
 	r.LogID = logID
 	st.mu.Unlock()
@@ -412,7 +419,7 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	s.logEnd(ctx, p, logID, "sync", err)
+	s.logRun(ctx, p, logID, "sync", start, map[string]any{"run_id": r.ID, "variant": sc.Variant, "trigger": r.Trigger}, err)
 	return err
 }
 
