@@ -19,6 +19,17 @@
 // CONNECT_WEBHOOK_SIGNING_KEY) and passes both to node (NANGO_E2E_WEBHOOK_SINK_URL,
 // NANGO_E2E_WEBHOOK_SIGNING_KEY): the Node test connects an end user through a connect session,
 // and checks the auth webhook that arrives with the client's own verifyIncomingWebhookRequest.
+// For the function tests (e2e/node/functions.test.mjs) it starts fake GitHub and Slack APIs (the
+// githubtest and slacktest packages of examples/functions: issues listed with Link header
+// pagination and since, created and updated; chat.postMessage and conversations.history), adds
+// e2e-github and e2e-slack to the providers file (the catalogue's github and slack proxy
+// settings, pagination included, on the fakes' addresses), starts the server with
+// CONNECT_EXAMPLE_FUNCTIONS=github=e2e-fn-github,slack=e2e-fn-slack and passes the fakes to node
+// as NANGO_E2E_FUNCTIONS (JSON). The Node test drives the example functions through the client
+// (actions sync and async, sync controls and variants, records, function listings, scripts
+// config, provider templates) and compares the records with what the fake GitHub serves; the Go
+// test then checks that the fakes saw only the connections' tokens and that the sync followed
+// GitHub's next links.
 //
 // TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs the same way, with
 // playwright-core driving headless Chromium (Debian's chromium, or CHROMIUM_PATH; --no-sandbox

@@ -94,12 +94,15 @@ func TestNodeClient(t *testing.T) {
 	upstream := startUpstream(t, upstream2.srv.URL)
 	// The host application's webhook endpoint (e2e/node/webhook.test.mjs).
 	sink := startWebhookSink(t)
+	// The GitHub and Slack APIs of the example functions (e2e/node/functions.test.mjs).
+	fnAPIs := startFunctionAPIs(t)
 	srv := startServer(ctx, t, bin, []string{
 		"CONNECT_WEBHOOK_URLS=" + sink.srv.URL + "/hooks",
 		"CONNECT_WEBHOOK_SIGNING_KEY=" + e2eWebhookSigningKey,
 		// The fake upstreams listen on 127.0.0.1.
 		"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true",
-		"CONNECT_PROVIDERS_FILE=" + writeProviders(t, upstream.srv.URL),
+		"CONNECT_PROVIDERS_FILE=" + withProviders(t, writeProviders(t, upstream.srv.URL), fnAPIs.providersYAML(t)),
+		fnAPIs.serverEnv(),
 		"PORT=" + port,
 		"DATABASE_URL=" + dbURL,
 		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
@@ -117,6 +120,7 @@ func TestNodeClient(t *testing.T) {
 		"NANGO_E2E_UPSTREAM2_URL=" + upstream2.srv.URL,
 		"NANGO_E2E_WEBHOOK_SINK_URL=" + sink.srv.URL,
 		"NANGO_E2E_WEBHOOK_SIGNING_KEY=" + e2eWebhookSigningKey,
+		fnAPIs.nodeEnv(t),
 		"NO_COLOR=1",
 	})
 	if sink.count() == 0 {
@@ -130,6 +134,7 @@ func TestNodeClient(t *testing.T) {
 			t.Errorf("the server's API key reached the upstream: %+v", got)
 		}
 	}
+	fnAPIs.check(t, apiKey)
 
 	srv.stop(t)
 }

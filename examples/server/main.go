@@ -57,6 +57,10 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	if err != nil {
 		return err
 	}
+	examples, err := exampleFunctions(getenv("CONNECT_EXAMPLE_FUNCTIONS"))
+	if err != nil {
+		return err
+	}
 	cfg := connect.Config{EncryptionKeys: keys, Logger: logger, PublicURL: getenv("CONNECT_PUBLIC_URL")}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://localhost:" + port
@@ -153,6 +157,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 
 	svc, err := connect.New(cfg)
 	if err != nil {
+		return err
+	}
+	if err := registerExamples(svc, logger, examples); err != nil {
 		return err
 	}
 	// Refuse to run without a key that stored secrets need: every read of
