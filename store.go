@@ -28,6 +28,8 @@ type Store interface {
 	// (Service.CheckEncryptionKeys) and re-seals them
 	// (Service.ReencryptSecrets).
 	store.SealedValues
+	// RecordStore holds the records that syncs save (GET /records).
+	functions.RecordStore
 	// FunctionStore, SyncStore, CheckpointStore and ActionStore hold the
 	// deployed functions, the syncs and their runs, checkpoints and async
 	// action tasks.

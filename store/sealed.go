@@ -24,12 +24,16 @@ const (
 	SealedSessionDefaults = "connect_session_defaults"
 	// SealedOAuthFlowSecrets are the secrets of an OAuth flow in progress.
 	SealedOAuthFlowSecrets = "oauth_flow_secrets"
+	// SealedRecordPayload is the payload of a sync record
+	// (functions.Record.SealedPayload): end users' data, the most numerous
+	// of sealed values. A pruned record has none.
+	SealedRecordPayload = "record_payload"
 )
 
 // SealedKinds lists every kind of sealed value, those of the records that
 // are usually fewest first.
 var SealedKinds = []string{SealedSigningKey, SealedVariable, SealedIntegrationCredentials, SealedIntegrationCustom,
-	SealedSessionDefaults, SealedOAuthFlowSecrets, SealedConnectionCredentials}
+	SealedSessionDefaults, SealedOAuthFlowSecrets, SealedConnectionCredentials, SealedRecordPayload}
 
 // SealedKeyID returns the id of the encryption key that sealed a value,
 // which has the form "v1:<key id>:<data>" with a key id of 1 to 32

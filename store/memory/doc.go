@@ -32,5 +32,16 @@
 // Webhook delivery bodies are kept byte for byte, as the Postgres store keeps
 // them in a bytea column.
 //
+// # Records
+//
+// The records of syncs (functions.RecordStore) are kept by scope, each
+// with its last Seq. A transaction copies a scope's records before it
+// first changes them, rather than every record at its start, so that a
+// rollback restores them; outside a transaction a scope changes in place.
+// A call reads every record of its scope (ListRecords sorts the scope's
+// matches by Seq), and PruneStaleRecords, DeleteOrphanRecords and the
+// SealedValues methods read every record of the store: fine at the sizes
+// the memory store is meant for.
+//
 // State is lost when the process exits.
 package memory

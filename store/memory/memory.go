@@ -86,6 +86,13 @@ type data struct {
 	syncRuns       map[string]*functions.SyncRun
 	checkpoints    map[checkpointKey]*functions.StoredCheckpoint
 	actionTasks    map[string]*functions.ActionTask
+
+	// recordScopes are the sync records by scope (see records.go).
+	// recordsGen says which scopes this data owns: a scope whose gen is
+	// recordsGen was copied since the last snapshot and may change in
+	// place; any other is shared with a snapshot and is copied first.
+	recordScopes map[recordScopeKey]*recordScope
+	recordsGen   uint64
 }
 
 func newData() *data {
@@ -110,11 +117,14 @@ func newData() *data {
 		syncRuns:      map[string]*functions.SyncRun{},
 		checkpoints:   map[checkpointKey]*functions.StoredCheckpoint{},
 		actionTasks:   map[string]*functions.ActionTask{},
+		recordScopes:  map[recordScopeKey]*recordScope{},
 	}
 }
 
 // snapshot returns a copy of d that later writes to d do not change. Records
-// are shared: they are immutable once stored.
+// are shared: they are immutable once stored. Record scopes are shared too:
+// snapshot moves d to a new generation, so that d copies each scope before
+// its first change.
 func (d *data) snapshot() *data {
 	c := *d
 	c.envs = maps.Clone(d.envs)
@@ -138,6 +148,9 @@ func (d *data) snapshot() *data {
 	c.syncRuns = maps.Clone(d.syncRuns)
 	c.checkpoints = maps.Clone(d.checkpoints)
 	c.actionTasks = maps.Clone(d.actionTasks)
+	c.recordScopes = maps.Clone(d.recordScopes)
+	// The scopes are now shared: d copies a scope before it changes it.
+	d.recordsGen++
 	return &c
 }
 

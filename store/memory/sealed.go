@@ -69,6 +69,16 @@ func (d *data) sealedFields() []sealedField {
 			d.flows[id] = c
 		}})
 	}
+	for k, sc := range d.recordScopes {
+		for id, r := range sc.recs {
+			out = append(out, sealedField{store.SealedRecordPayload, r.SealedPayload, func(v string) {
+				sc := d.ownScope(k, false)
+				c := *sc.recs[id]
+				c.SealedPayload = v
+				sc.recs[id] = &c
+			}})
+		}
+	}
 	return out
 }
 

@@ -110,7 +110,8 @@
 //     since migration 010, so that a bulk import registers its keys once)
 //     and filled from existing rows by migration 008; ids are removed
 //     only by ForgetSealingKeyID, under a lock that waits for writers
-//     registering ids.
+//     registering ids. The triggers of records (migration 013) run once
+//     per statement, on its new rows, for inserts and updates alike.
 //   - webhook_deliveries: the outbox of outgoing webhooks; text id primary
 //     key; environment_id references environments, ON DELETE CASCADE; body
 //     bytea, so that the signed bytes come back exactly; indexes for
@@ -126,6 +127,26 @@
 //     NULL), written by statement-level triggers on connections and
 //     integrations; primary key (txid, seq), txid the writing
 //     transaction's xid8.
+//   - record_scopes and records: the records of syncs (migration 013;
+//     functions.RecordStore). A scope (environment, connection row id,
+//     model, variant) has a row in record_scopes, unique on those four,
+//     whose lock serialises the scope's writes and whose last_seq hands
+//     out the records' Seq values, so that Seq order is commit order
+//     within a scope (a save reserves a value per record given, so Seqs
+//     have gaps); the row stays when its records are deleted, so Seqs
+//     never go back. records: primary key (scope_id, external_id); a
+//     unique index (scope_id, seq) for GET /records' pages; a partial
+//     index on updated_at of the records not pruned, for retention; the
+//     payload (sealed_payload, empty once pruned), its hash, first_seen_at,
+//     updated_at, deleted_at and pruned_at; added_seq (the Seq of the
+//     write that last added the record, which tells a save's added from
+//     its updated rows without reading them first) and touched (the
+//     generation of the last save that named the record). No foreign key
+//     to connections: deleting a connection stays fast, and
+//     DeleteOrphanRecords removes its records later. A save is one
+//     statement (the scope's upsert, then the records' upsert from arrays);
+//     statements that write up to a limit of rows pick them in a
+//     MATERIALIZED common table expression.
 //   - river_job, river_leader, river_queue, river_migration,
 //     river_notification (and River's river_job_state type and functions):
 //     the job queue of [Scheduler], created by River's own migrations.

@@ -30,7 +30,15 @@
 // failed with ErrNotFound or ErrConflict; concurrent writers; the
 // SealedValues registry of key ids (listed after every kind of write,
 // counted by kind, forgotten only once no value names them) and
-// ResealValues; and LockConnection (an error outside a transaction, ErrNotFound for a missing
+// ResealValues, record payloads included; the records of syncs
+// (functions.RecordStore: added, updated and unchanged records counted by
+// hash, deleted records added again, pruned records updated by a save,
+// Seq values above every other of the scope for each change and untouched
+// otherwise, isolated scopes, pages by Seq with every filter, touch
+// generations, pruning, chunked and orphan deletions, retention, all or
+// none in transactions, concurrent saves of one scope, and a reader paging
+// by Seq while writers commit that never misses a record); and
+// LockConnection (an error outside a transaction, ErrNotFound for a missing
 // or concurrently deleted connection, one holder at a time, a waiter that
 // proceeds only once the holder committed and then reads its writes, a
 // rollback that releases the lock).
@@ -62,6 +70,22 @@
 //   - Timestamps are given with microsecond precision, as the services
 //     store them; JSON values (metadata, config, log meta) come back as
 //     encoding/json decodes them (numbers as float64).
+//   - Records: a scope needs a connection row id above 0, a model and a
+//     variant (the base one is functions.BaseVariant); a record id is 1
+//     to functions.MaxRecordIDLen characters, distinct within a save; a
+//     save or a deletion takes at most functions.MaxRecordsPerBatch
+//     records; a limit below 1, a negative AfterSeq or a filter bit of no
+//     filter is ErrInvalid, in every method, and leaves a transaction
+//     usable. A page may be larger than functions.MaxRecordsPageLimit (a
+//     caller asks for one more record to tell whether more follow).
+//     Unknown ids are ignored; RecordQuery.IDs empty means no filter.
+//     Seq values may have gaps, and never go back, not even once
+//     DeleteAllRecords has emptied the scope. A save without a
+//     generation (touch 0) leaves the records' generations as they were.
+//     PruneStaleRecords prunes the least recently updated first, deleted
+//     records included. A scope's connection is the row of its
+//     ConnectionID in its EnvironmentID: DeleteOrphanRecords removes the
+//     records of a scope whose row is gone or of another environment.
 //   - Text Postgres cannot hold (a NUL byte, invalid UTF-8), anywhere in a
 //     record (keys, metadata, tags, log entries) or in a lookup's
 //     arguments and filters, is ErrInvalid, never stored with U+FFFD in its

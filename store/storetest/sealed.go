@@ -9,6 +9,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
 )
@@ -28,6 +29,9 @@ type sealedFixture struct {
 	env     *environments.Environment
 	ids     map[string]string // key id by kind
 	connKey string
+	// records is the scope of the records: r1 and r2 sealed, r3 sealed and
+	// deleted (its payload stays), r4 pruned (no payload).
+	records functions.RecordScope
 }
 
 func newSealedFixture(t *testing.T, s Store, prefix string) *sealedFixture {
@@ -59,7 +63,21 @@ func newSealedFixture(t *testing.T, s Store, prefix string) *sealedFixture {
 		c := newConn(t, s, f.env.ID, "gh", id, nil)
 		c.SealedCredentials = v(store.SealedConnectionCredentials, id)
 		must(t, s.UpdateConnection(ctx, c))
+		if id == "c1" {
+			f.records = functions.RecordScope{EnvironmentID: f.env.ID, ConnectionID: c.ID, Model: "Issue", Variant: functions.BaseVariant}
+		}
 	}
+	rec := func(id string) functions.RecordWrite {
+		return functions.RecordWrite{ID: id, SealedPayload: v(store.SealedRecordPayload, id), Hash: "h-" + id}
+	}
+	_, err := s.SaveRecords(ctx, f.records, []functions.RecordWrite{rec("r4")}, ts, 0)
+	must(t, err)
+	_, _, err = s.PruneRecords(ctx, f.records, 1<<62, 1, ts)
+	must(t, err)
+	_, err = s.SaveRecords(ctx, f.records, []functions.RecordWrite{rec("r1"), rec("r2"), rec("r3")}, ts, 0)
+	must(t, err)
+	_, err = s.DeleteRecords(ctx, f.records, []string{"r3"}, ts)
+	must(t, err)
 	sess := newSessionValue(f.env.ID, prefix, 1800)
 	sess.SealedIntegrationsConfigDefaults = v(store.SealedSessionDefaults, "d")
 	must(t, s.CreateConnectSession(ctx, sess))
@@ -76,7 +94,7 @@ func wantCounts(kind string) map[string]int {
 	switch kind {
 	case store.SealedVariable:
 		n = 2
-	case store.SealedConnectionCredentials:
+	case store.SealedConnectionCredentials, store.SealedRecordPayload:
 		n = 3
 	}
 	return map[string]int{kind: n}
@@ -145,6 +163,21 @@ func testSealingKeyIDsFollowWrites(t *testing.T, s Store) {
 	})
 	must(t, err)
 	has("connection created in a transaction", "tx-new")
+
+	// Records: added, changed (the payload moves to another key), and in
+	// a transaction.
+	_, err = s.SaveRecords(ctx, f.records, []functions.RecordWrite{{ID: "new", SealedPayload: "v1:rec-new:x", Hash: "1"}}, ts, 0)
+	must(t, err)
+	has("saved record", "rec-new")
+	_, err = s.SaveRecords(ctx, f.records, []functions.RecordWrite{{ID: "r1", SealedPayload: "v1:rec-changed:x", Hash: "2"}}, ts, 0)
+	must(t, err)
+	has("changed record", "rec-changed")
+	err = s.WithTx(ctx, func(ctx context.Context) error {
+		_, err := s.SaveRecords(ctx, f.records, []functions.RecordWrite{{ID: "in-tx", SealedPayload: "v1:rec-tx:x", Hash: "3"}}, ts, 1)
+		return err
+	})
+	must(t, err)
+	has("record saved in a transaction", "rec-tx")
 }
 
 func testForgetSealingKeyID(t *testing.T, s Store) {
@@ -188,6 +221,28 @@ func testForgetSealingKeyID(t *testing.T, s Store) {
 	must(t, s.UpdateConnection(ctx, c))
 	if !slices.Contains(keyIDs(t, s), id) {
 		t.Errorf("SealingKeyIDs lacks %q, used again", id)
+	}
+
+	// Records: a deleted record's payload still names its key; once every
+	// record is gone, the key can be forgotten.
+	id = f.ids[store.SealedRecordPayload]
+	_, err = s.DeleteRecords(ctx, f.records, []string{"r1", "r2"}, ts)
+	must(t, err)
+	counts, err = s.ForgetSealingKeyID(ctx, id)
+	must(t, err)
+	diff(t, "counts of the records' key, every record deleted", map[string]int{store.SealedRecordPayload: 3}, counts)
+	for {
+		n, err := s.DeleteAllRecords(ctx, f.records, 2)
+		must(t, err)
+		if n == 0 {
+			break
+		}
+	}
+	counts, err = s.ForgetSealingKeyID(ctx, id)
+	must(t, err)
+	diff(t, "counts of the records' key, no record left", map[string]int{}, counts)
+	if slices.Contains(keyIDs(t, s), id) {
+		t.Errorf("SealingKeyIDs still lists %q after ForgetSealingKeyID", id)
 	}
 }
 
@@ -283,6 +338,25 @@ func testResealValues(t *testing.T, s Store) {
 	must(t, err)
 	if flow.SealedSecrets != "v1:new:fs" {
 		t.Errorf("flow holds %q", flow.SealedSecrets)
+	}
+	// Re-sealing changes neither a record's Seq nor its times; the deleted
+	// record's payload is re-sealed, the pruned one stays empty.
+	recs, err := s.ListRecords(ctx, f.records, functions.RecordQuery{Limit: 10})
+	must(t, err)
+	payloads := map[string]string{}
+	for _, r := range recs {
+		payloads[r.ID] = r.SealedPayload
+		if !r.UpdatedAt.Equal(ts) {
+			t.Errorf("record %s: UpdatedAt %v after re-sealing", r.ID, r.UpdatedAt)
+		}
+	}
+	diff(t, "record payloads", map[string]string{"r1": "v1:new:r1", "r2": "v1:new:r2", "r3": "v1:new:r3", "r4": ""}, payloads)
+	g2, err := s.ListRecords(ctx, g.records, functions.RecordQuery{Limit: 10})
+	must(t, err)
+	for _, r := range g2 {
+		if strings.HasPrefix(r.SealedPayload, "v1:new:") {
+			t.Errorf("record %s of the other environment was re-sealed", r.ID)
+		}
 	}
 }
 

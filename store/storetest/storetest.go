@@ -28,6 +28,7 @@ type Store interface {
 	webhooks.Store
 	webhooks.Requeuer
 	store.SealedValues
+	functions.RecordStore
 	functions.FunctionStore
 	functions.SyncStore
 	functions.CheckpointStore
@@ -62,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Sessions", sessionTests},
 		{"OAuthFlows", flowTests},
 		{"SealedValues", sealedTests},
+		{"Records", recordTests},
 		{"Functions", functionTests},
 		{"Syncs", syncTests},
 		{"SyncRuns", syncRunTests},
