@@ -475,7 +475,11 @@ func New(cfg Config) (*Service, error) {
 	s.proxyCache = s.newProxyCache()
 	// Changes of connections and integrations made through this Service
 	// drop the proxy's cached copies.
-	s.integrations = integrations.NewService(integrationCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
+	s.integrations = integrations.NewService(integrationCacheInvalidator{cfg.Store, s.proxyCache, func(env int64, key string) {
+		if s.functions != nil {
+			s.functions.ForgetIntegration(env, key)
+		}
+	}}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections = connections.NewService(proxyCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections.SetMaxImportBody(cfg.MaxImportBody)
 	if err := s.setupWebhooks(); err != nil {

@@ -434,3 +434,23 @@ func TestActionFromGo(t *testing.T) {
 		})
 	})
 }
+
+// TestFunctionsFollowTheIntegration: an integration deleted and created
+// again under the same key gets the functions registered for it again.
+func TestFunctionsFollowTheIntegration(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setupFunctions(t, b, func(svc *connect.Service) { registerTestActions(t, svc) })
+		r := bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx/functions"})
+		if n := len(r.obj()["data"].([]any)); n != 5 {
+			t.Fatalf("%d functions listed, want 5", n)
+		}
+		bu.mustDo(t, 200, req{method: "DELETE", path: "/integrations/fx"})
+		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"fx-api","unique_key":"fx"}`})
+		r = bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx/functions"})
+		if n := len(r.obj()["data"].([]any)); n != 5 {
+			t.Fatalf("after the integration was created again: %d functions listed, want 5", n)
+		}
+		bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"fx","connection_id":"c1","api_key":"sk-1"}`})
+		bu.mustDo(t, 200, actionReq("echo", `{"title":"again"}`, nil))
+	})
+}

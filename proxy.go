@@ -284,6 +284,9 @@ func (s proxyCacheInvalidator) DeleteConnection(ctx context.Context, environment
 type integrationCacheInvalidator struct {
 	integrations.Store
 	cache *cache.Cache[proxyKey, proxy.Packed]
+	// deleted, when set, is told of a deleted integration (the functions
+	// deployed to it are deleted with it).
+	deleted func(env int64, key string)
 }
 
 func (s integrationCacheInvalidator) UpdateIntegration(ctx context.Context, in *integrations.Integration) error {
@@ -301,6 +304,9 @@ func (s integrationCacheInvalidator) DeleteIntegration(ctx context.Context, envi
 	err := s.Store.DeleteIntegration(ctx, environmentID, uniqueKey)
 	dropAfterChange(ctx, s.Store, func() {
 		s.cache.DeleteFunc(func(k proxyKey, _ proxy.Packed) bool { return k.env == environmentID && k.key == uniqueKey })
+		if s.deleted != nil {
+			s.deleted(environmentID, uniqueKey)
+		}
 	})
 	return err
 }

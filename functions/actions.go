@@ -71,6 +71,15 @@ func (s *Service) prepare(ctx context.Context, env int64, integration, connectio
 		return nil, err
 	}
 	f, err := s.getFunction(ctx, env, integration, kind, name)
+	if errors.Is(err, store.ErrNotFound) && s.isRegistered(integration, kind, name) {
+		// Registered, but not stored: the integration was deleted and
+		// created again (through another instance). Store it again.
+		s.ForgetIntegration(env, integration)
+		if err := s.deploy(ctx, env, integration); err != nil {
+			return nil, err
+		}
+		f, err = s.getFunction(ctx, env, integration, kind, name)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, store.NotFound("not_found", "No %s %q is deployed to integration %q.", kind, name, integration)
 	}

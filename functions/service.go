@@ -325,6 +325,13 @@ func (s *Service) registeredFor(integration string) ([]*registered, int) {
 	return out, s.gen
 }
 
+// isRegistered reports whether a function is registered in Go.
+func (s *Service) isRegistered(integration string, kind Kind, name string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.reg[fnKey{integration, kind, name}] != nil
+}
+
 // lookup returns the registered code of a stored function.
 func (s *Service) lookup(f *Function) *registered {
 	s.mu.RLock()
@@ -365,6 +372,17 @@ func (s *Service) deploy(ctx context.Context, env int64, integration string) err
 	s.deployed[k] = gen
 	s.mu.Unlock()
 	return nil
+}
+
+// ForgetIntegration makes the Service store the registered functions of an
+// integration again the next time it is used: connect calls it when an
+// integration is deleted (its stored functions go with it), so that one
+// created again under the same key gets them.
+func (s *Service) ForgetIntegration(env int64, integration string) {
+	s.mu.Lock()
+	delete(s.deployed, envKey{env, integration})
+	s.mu.Unlock()
+	s.fns.DeleteFunc(func(k fnCacheKey, _ *Function) bool { return k.env == env && k.integration == integration })
 }
 
 // DeployAll stores the registered functions in every environment that has
