@@ -454,3 +454,69 @@ func TestFunctionsFollowTheIntegration(t *testing.T) {
 		bu.mustDo(t, 200, actionReq("echo", `{"title":"again"}`, nil))
 	})
 }
+
+// echoRuntime is a Runtime for code deployed at run time: its "code" is
+// the JSON its actions answer.
+type echoRuntime struct{}
+
+func (echoRuntime) RunAction(ctx context.Context, f *functions.Function, c *functions.Context, input json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(f.Code), nil
+}
+
+func (echoRuntime) RunSync(ctx context.Context, f *functions.Function, c *functions.SyncContext, webhook json.RawMessage) error {
+	return c.Save(ctx, "Issue", []issue{{ID: "from-" + f.Runtime, Title: string(f.Code)}})
+}
+
+func (echoRuntime) RunOnEvent(ctx context.Context, f *functions.Function, c *functions.Context) error { return nil }
+
+// TestDeployAtRunTime: a function deployed at run time on a runtime the
+// host added is listed and runs like a registered one; deleting it works.
+func TestDeployAtRunTime(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setupFunctions(t, b, func(svc *connect.Service) {
+			if err := svc.Functions().AddRuntime("echo", echoRuntime{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		ctx := context.Background()
+		f := &functions.Function{EnvironmentID: bu.env.ID, Integration: "fx", Kind: functions.KindAction, Name: "hello",
+			Runtime: "echo", Source: "deployed", Code: []byte(`{"hello":"world"}`)}
+		if err := bu.svc.Functions().Deploy(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		r := bu.mustDo(t, 200, actionReq("hello", "", nil))
+		if r.obj()["hello"] != "world" {
+			t.Fatalf("the deployed action answered %s", r.raw)
+		}
+		r = bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx/functions/hello/code"})
+		if r.obj()["code"] != `{"hello":"world"}` {
+			t.Errorf("code answered %s", r.raw)
+		}
+		// A new version replaces it at once.
+		f.Code, f.Version = []byte(`{"hello":"again"}`), ""
+		if err := bu.svc.Functions().Deploy(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		if r := bu.mustDo(t, 200, actionReq("hello", "", nil)); r.obj()["hello"] != "again" || f.Version != "2" {
+			t.Fatalf("after a redeploy: %s, version %q", r.raw, f.Version)
+		}
+		// A sync deployed at run time runs for the existing connection.
+		s := &functions.Function{EnvironmentID: bu.env.ID, Integration: "fx", Kind: functions.KindSync, Name: "deployed-sync",
+			Runtime: "echo", Code: []byte("t"), Definition: functions.Definition{Runs: "1h", AutoStart: true,
+				Models: []functions.Model{functions.ModelOf[issue]("Issue")}}}
+		if err := bu.svc.Functions().Deploy(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the deployed sync's run", func() bool {
+			r := bu.mustDo(t, 200, req{method: "GET", path: "/sync/status?syncs=deployed-sync&provider_config_key=fx&connection_id=c1"})
+			st := r.obj()["syncs"].([]any)[0].(map[string]any)
+			return st["status"] == functions.StatusSuccess && st["recordCount"].(map[string]any)["Issue"] == float64(1)
+		})
+		bu.mustDo(t, 200, req{method: "DELETE", path: "/integrations/fx/functions/hello?type=action"})
+		bu.mustDo(t, 404, actionReq("hello", "", nil))
+		if err := bu.svc.Functions().Deploy(ctx, &functions.Function{EnvironmentID: bu.env.ID, Integration: "fx",
+			Kind: functions.KindAction, Name: "x", Runtime: "nope"}); err == nil {
+			t.Error("Deploy on a runtime the host did not add succeeded")
+		}
+	})
+}

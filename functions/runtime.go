@@ -142,3 +142,55 @@ func stack(skip int) []string {
 	}
 	return out
 }
+
+// Deploy stores a function whose code runs on a runtime added with
+// AddRuntime (f.Runtime names it), in an environment, at run time: it is
+// listed, triggered and scheduled like a registered one, and a new sync
+// gets the schedules of the integration's existing connections. f's
+// identity is (EnvironmentID, Integration, Kind, Name); a function of
+// that identity registered in Go cannot be replaced. f is set to what is
+// stored.
+func (s *Service) Deploy(ctx context.Context, f *Function) error {
+	if f.Runtime == "" || f.Runtime == GoRuntime {
+		return fmt.Errorf("functions: Deploy: Runtime %q: Go functions are registered with Register", f.Runtime)
+	}
+	if _, err := s.runtimeOf(f); err != nil {
+		return err
+	}
+	if err := checkName(f.Kind, f.Integration, f.Name); err != nil {
+		return err
+	}
+	switch f.Kind {
+	case KindAction, KindOnEvent:
+	case KindSync:
+		fr, err := ParseFrequency(f.Definition.Runs)
+		if err != nil {
+			return fmt.Errorf("functions: Deploy: sync %q: runs: %w", f.Name, err)
+		}
+		f.Definition.Runs = fr.String()
+		for _, m := range f.Definition.Models {
+			if err := CheckSyncModel(m); err != nil {
+				return fmt.Errorf("functions: Deploy: sync %q: %w", f.Name, err)
+			}
+		}
+	default:
+		return fmt.Errorf("functions: Deploy: unknown kind %q", f.Kind)
+	}
+	if s.isRegistered(f.Integration, f.Kind, f.Name) {
+		return fmt.Errorf("functions: Deploy: %s %q of %q is registered in Go", f.Kind, f.Name, f.Integration)
+	}
+	if _, err := s.cfg.Integrations.Get(ctx, f.EnvironmentID, f.Integration); err != nil {
+		return err
+	}
+	now := s.nowUTC()
+	f.DeployedAt, f.UpdatedAt = now, now
+	changed, err := s.st.PutFunction(ctx, f)
+	if err != nil {
+		return err
+	}
+	s.forgetFunction(f.EnvironmentID, f.Integration, f.Kind, f.Name)
+	if changed && f.Kind == KindSync {
+		return s.scheduleExisting(ctx, f)
+	}
+	return nil
+}
