@@ -200,3 +200,160 @@ func TestAsyncActionSurvivesItsInstance(t *testing.T) {
 	})
 	_ = http.StatusOK
 }
+
+// TestSyncResumesAfterItsInstanceDies: a sync paging through 25,000
+// records with a checkpoint per page loses its instance half-way (its run
+// never returns and its heartbeat stops); another instance reports the run
+// as interrupted, and the next run resumes from the checkpoint. A run
+// after it, with nothing changed, counts nothing.
+func TestSyncResumesAfterItsInstanceDies(t *testing.T) {
+	b := postgresBackend(t)
+	api := newFnAPI(t)
+	cat := clusterCatalog(t, api)
+	const total, pageSize = 25000, 500
+	var firstCursors sync.Map // cursors asked, by instance
+	api.setHandle(func(w http.ResponseWriter, r *http.Request) {
+		start := 0
+		fmt.Sscan(r.URL.Query().Get("cursor"), &start)
+		end := min(start+pageSize, total)
+		var sb strings.Builder
+		sb.WriteString(`{"items":[`)
+		for i := start; i < end; i++ {
+			if i > start {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, `{"id":"r%05d","title":"record %d"}`, i, i)
+		}
+		sb.WriteString(`]`)
+		if end < total {
+			fmt.Fprintf(&sb, `,"next":"%d"`, end)
+		}
+		sb.WriteString(`}`)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, sb.String())
+	})
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	pagesA := atomic.Int32{}
+	big := func(instance string) functions.Sync {
+		// Not auto-started (its status stays PAUSED): it runs when triggered.
+		return functions.Sync{Integration: "fx", Name: "big", Frequency: "1h",
+			Models: []functions.Model{functions.ModelOf[issue]("Issue")},
+			Run: func(ctx context.Context, s *functions.SyncContext) error {
+				cp, err := s.Checkpoint(ctx)
+				if err != nil {
+					return err
+				}
+				cursor, _ := cp["cursor"].(string)
+				if _, loaded := firstCursors.LoadOrStore(instance+"/"+s.RunID, cursor); loaded {
+					return fmt.Errorf("run %s started twice", s.RunID)
+				}
+				for {
+					resp, err := s.Proxy(ctx, functions.ProxyRequest{Endpoint: "/items", Params: map[string][]string{"cursor": {cursor}}})
+					if err != nil {
+						return err
+					}
+					var page struct {
+						Items []issue `json:"items"`
+						Next  string  `json:"next"`
+					}
+					if err := resp.JSON(&page); err != nil {
+						return err
+					}
+					if err := s.Save(ctx, "Issue", page.Items); err != nil {
+						return err
+					}
+					if page.Next == "" {
+						return s.ClearCheckpoint(ctx)
+					}
+					cursor = page.Next
+					if err := s.SaveCheckpoint(ctx, functions.Checkpoint{"cursor": cursor}); err != nil {
+						return err
+					}
+					if instance == "A" && pagesA.Add(1) == 20 {
+						<-hang // the instance dies here: nothing of it runs any more
+					}
+				}
+			}}
+	}
+	a := fnInstance(t, b, cat, func(svc *connect.Service) {
+		if err := svc.Functions().Register(big("A")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ctx := context.Background()
+	env, err := a.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "fx-api", UniqueKey: "fx"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Connections().Import(ctx, env.ID, connections.ImportInput{ProviderConfigKey: "fx", ConnectionID: "c1",
+		Credentials: &connections.Credentials{Type: integrations.AuthModeAPIKey, APIKey: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	target := functions.SyncTarget{EnvironmentID: env.ID, Integration: "fx", ConnectionID: "c1"}
+	if err := a.Functions().TriggerSync(ctx, target, functions.TriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "20 pages on instance A", func() bool { return pagesA.Load() >= 20 })
+	stopCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_ = a.Stop(stopCtx)
+	cancel()
+
+	c := fnInstance(t, b, cat, func(svc *connect.Service) {
+		if err := svc.Functions().Register(big("B")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	startInstance(t, c)
+	status := func() functions.SyncStatus {
+		st, err := c.Functions().Status(ctx, target)
+		if err != nil || len(st) != 1 {
+			t.Fatalf("Status = %v, %v", st, err)
+		}
+		return st[0]
+	}
+	waitFor(t, 30*time.Second, "the interrupted run to be reported", func() bool {
+		return status().LatestExecutionStatus == functions.RunStopped
+	})
+	st := status()
+	if st.Status != functions.StatusPaused || st.Checkpoint["cursor"] != "10000" || st.RecordCount["Issue"] != 10000 {
+		t.Fatalf("after the instance died: %+v", st)
+	}
+	// The next run resumes from the checkpoint.
+	if err := c.Functions().TriggerSync(ctx, target, functions.TriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the resumed run", func() bool { return status().LatestExecutionStatus == functions.RunSuccess })
+	st = status()
+	if st.RecordCount["Issue"] != total || st.LatestResult["Issue"].Added != total-10000 || st.Checkpoint != nil {
+		t.Fatalf("after the resumed run: %+v", st)
+	}
+	resumedFrom := ""
+	firstCursors.Range(func(k, v any) bool {
+		if strings.HasPrefix(k.(string), "B/") {
+			resumedFrom = v.(string)
+		}
+		return true
+	})
+	if resumedFrom != "10000" {
+		t.Fatalf("instance B's run started from cursor %q, want 10000", resumedFrom)
+	}
+	// Nothing changed: a full run counts nothing.
+	finished := st.FinishedAt
+	if err := c.Functions().TriggerSync(ctx, target, functions.TriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the unchanged run", func() bool {
+		s := status()
+		return s.FinishedAt != nil && s.FinishedAt.After(*finished) && s.LatestExecutionStatus == functions.RunSuccess
+	})
+	if r := status().LatestResult["Issue"]; r != (functions.ModelResult{}) {
+		t.Fatalf("an unchanged run of 25,000 records counted %+v", r)
+	}
+}
