@@ -426,8 +426,11 @@ type SyncStatus struct {
 	Frequency             string                 `json:"frequency"`
 	LatestResult          map[string]ModelResult `json:"latestResult"`
 	LatestExecutionStatus string                 `json:"latestExecutionStatus"`
-	RecordCount           map[string]int         `json:"recordCount"`
-	Checkpoint            map[string]any         `json:"checkpoint"`
+	// JobStatus is the status of the latest run, finished or not (the
+	// original's jobStatus).
+	JobStatus   string         `json:"jobStatus,omitempty"`
+	RecordCount map[string]int `json:"recordCount"`
+	Checkpoint  map[string]any `json:"checkpoint"`
 }
 
 // Statuses of a SyncStatus.
@@ -499,8 +502,11 @@ func (s *Service) Status(ctx context.Context, t SyncTarget) ([]SyncStatus, error
 		default:
 			e.Status = StatusSuccess
 		}
-		if lr := latest[sc.ID]; lr != nil && (lr.Status == RunRunning || lr.Status == RunQueued) {
-			e.LatestExecutionStatus = lr.Status
+		if lr := latest[sc.ID]; lr != nil {
+			e.JobStatus = lr.Status
+			if lr.Status == RunRunning || lr.Status == RunQueued {
+				e.LatestExecutionStatus = lr.Status
+			}
 		}
 		if f != nil {
 			for _, m := range f.Definition.Models {
