@@ -134,15 +134,24 @@ func (s *Service) resealer(kind string) func(string) (string, error) {
 	if f := s.integrations.Resealer(kind); f != nil {
 		return f
 	}
-	return s.connections.Resealer(kind)
+	if f := s.connections.Resealer(kind); f != nil {
+		return f
+	}
+	return s.functions.Resealer(kind)
 }
 
-// resealRest re-seals the values of the kinds that ReencryptSecrets does
-// not go through record by record (connect sessions' defaults, OAuth
-// flows' secrets) that are sealed under another key than the primary,
-// then drops from the Store's registry the key ids that no value names any
-// longer, so that a later start without those keys passes
-// CheckEncryptionKeys without reading every value.
+// restSealedKinds are the kinds of sealed values that ReencryptSecrets
+// does not go through record by record, but re-seals in the Store with
+// ResealValues: connect sessions' defaults, OAuth flows' secrets, async
+// action tasks' inputs, outputs and error bodies, and sync records'
+// payloads (the most numerous, last).
+var restSealedKinds = []string{store.SealedSessionDefaults, store.SealedOAuthFlowSecrets,
+	store.SealedActionInput, store.SealedActionOutput, store.SealedActionError, store.SealedRecordPayload}
+
+// resealRest re-seals the values of restSealedKinds that are sealed under
+// another key than the primary, then drops from the Store's registry the
+// key ids that no value names any longer, so that a later start without
+// those keys passes CheckEncryptionKeys without reading every value.
 func (s *Service) resealRest(ctx context.Context) (int, error) {
 	ids, err := s.store.SealingKeyIDs(ctx)
 	if err != nil {
@@ -153,7 +162,7 @@ func (s *Service) resealRest(ctx context.Context) (int, error) {
 		if id == s.keyring.PrimaryID() || !s.keyring.Has(id) {
 			continue
 		}
-		for _, kind := range []string{store.SealedSessionDefaults, store.SealedOAuthFlowSecrets} {
+		for _, kind := range restSealedKinds {
 			k, err := s.store.ResealValues(ctx, kind, id, s.resealer(kind))
 			n += k
 			if err != nil {

@@ -6,8 +6,16 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/functions"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/secret"
+	"github.com/embedauth/connect/internal/uuid"
 	"github.com/embedauth/connect/store"
 )
 
@@ -172,6 +180,211 @@ func TestEncryptionKeyRotation(t *testing.T) {
 		}
 		if k, err := svc.Environments().SigningKey(ctx, eb.env.ID); err != nil || k == "" {
 			t.Errorf("webhook signing key with the new key alone: %v", err)
+		}
+	})
+}
+
+// TestEncryptionKeyRotationFunctions: ReencryptSecrets re-seals what
+// functions store too, a sync's records and async action tasks (their
+// inputs, outputs and error bodies), under the new primary key; afterwards
+// the old key can be forgotten, and a Service with the new key alone
+// passes the check and reads them all.
+func TestEncryptionKeyRotationFunctions(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		var cfg *connect.Config
+		start := time.Now()
+		f := setupSyncConfig(t, b, func(c *connect.Config) { cfg = c }, issueSync(nil, false, "every hour", true),
+			functions.NewAction("fx", "shout", func(ctx context.Context, c *functions.Context, in struct{ Text string }) (map[string]string, error) {
+				return map[string]string{"text": strings.ToUpper(in.Text)}, nil
+			}),
+			functions.NewAction("fx", "refuse", func(ctx context.Context, c *functions.Context, in struct{ Text string }) (any, error) {
+				return nil, &functions.ActionError{Payload: map[string]any{"refused": in.Text}}
+			}))
+		f.waitRun(t, "issues", start)
+		async := map[string]string{"X-Async": "true", "X-Max-Retries": "0"}
+		tasks := map[string]string{} // task id by action
+		results := map[string]*response{}
+		for action, input := range map[string]string{"shout": `{"Text":"hello"}`, "refuse": `{"Text":"no"}`} {
+			id, _ := f.mustDo(t, 202, actionReq(action, input, async)).obj()["id"].(string)
+			tasks[action] = id
+			waitFor(t, 20*time.Second, "the result of "+action, func() bool {
+				results[action] = f.do(t, req{method: "GET", path: "/action/" + id})
+				return results[action].status != 404
+			})
+		}
+		if r := results["shout"]; r.status != 200 || r.obj()["text"] != "HELLO" {
+			t.Fatalf("result of shout: %d %s", r.status, r.raw)
+		}
+		if r := results["refuse"]; r.status == 200 || !strings.Contains(string(r.raw), `"refused":"no"`) {
+			t.Fatalf("result of refuse: %d %s", r.status, r.raw)
+		}
+		wantRecords := f.records(t, "")
+		if len(wantRecords) != 250 {
+			t.Fatalf("%d records before the rotation, want 250", len(wantRecords))
+		}
+
+		// with returns a Service on the same Store with other keys, and a
+		// fixture serving it.
+		with := func(keys ...connect.EncryptionKey) (*connect.Service, *syncFixture) {
+			c := *cfg
+			c.EncryptionKeys = keys
+			c.Scheduler = schedulerFor(t, b)
+			svc, err := connect.New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bu := *f.bundle
+			bu.svc, bu.srv = svc, newServer(t, svc)
+			fb := *f.fnBundle
+			fb.bundle = &bu
+			return svc, &syncFixture{fnBundle: &fb, issues: f.issues}
+		}
+		rotating, _ := with(otherKey, testKey)
+		n, err := rotating.ReencryptSecrets(ctx)
+		if err != nil || n < 250+4 {
+			t.Fatalf("ReencryptSecrets = %d, %v; want at least the 250 records and the tasks' 4 values", n, err)
+		}
+		if ids, err := b.store.SealingKeyIDs(ctx); err != nil || len(ids) != 1 || ids[0] != otherKey.ID {
+			t.Errorf("key ids after the rotation: %v, %v; want only the new key", ids, err)
+		}
+		if counts, err := b.store.ForgetSealingKeyID(ctx, testKey.ID); err != nil || len(counts) != 0 {
+			t.Errorf("values still under the old key: %v, %v", counts, err)
+		}
+
+		svc, g := with(otherKey)
+		if err := svc.CheckEncryptionKeys(ctx); err != nil {
+			t.Fatalf("check with the new key alone: %v", err)
+		}
+		if d := cmp.Diff(wantRecords, g.records(t, "")); d != "" {
+			t.Errorf("records with the new key alone (-before +after):\n%s", d)
+		}
+		for action, id := range tasks {
+			r := g.do(t, req{method: "GET", path: "/action/" + id})
+			if r.status != results[action].status || string(r.raw) != string(results[action].raw) {
+				t.Errorf("result of %s with the new key alone: %d %s; before: %d %s", action, r.status, r.raw,
+					results[action].status, results[action].raw)
+			}
+		}
+		// The inputs, which only the instance running a task reads.
+		ring, err := secret.NewKeyring(secret.Key{ID: otherKey.ID, Secret: otherKey.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for action, id := range tasks {
+			tk, err := b.store.GetActionTask(ctx, f.env.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in, err := ring.Open(store.SealedActionInput, tk.SealedInput); err != nil || !strings.Contains(string(in), `"Text"`) {
+				t.Errorf("input of %s with the new key alone: %q, %v", action, in, err)
+			}
+		}
+	})
+}
+
+// TestEncryptionKeyCheckFunctions: the start-up check opens a sample of
+// sync records' payloads and of action tasks' inputs, outputs and error
+// bodies, with their purposes, so that a key of the same id but other
+// material is refused for them too.
+func TestEncryptionKeyCheckFunctions(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		ctx := context.Background()
+		bu := setup(t, b)
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		if err := b.store.CreateIntegration(ctx, &integrations.Integration{EnvironmentID: bu.env.ID, UniqueKey: "gh", Provider: "github",
+			CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		conn := &connections.Connection{EnvironmentID: bu.env.ID, IntegrationKey: "gh", ConnectionID: "c1", Provider: "github",
+			AuthMode: integrations.AuthModeOAuth2, CreatedAt: now, UpdatedAt: now}
+		if err := b.store.CreateConnection(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+		// One key per kind, each sealing values of that kind only (under
+		// the kind's purpose, as package functions seals them).
+		keys := map[string]connect.EncryptionKey{}
+		seal := func(kind string) string {
+			t.Helper()
+			k := connect.EncryptionKey{ID: "solo-" + strings.ReplaceAll(kind, "_", "-"), Key: bytes.Repeat([]byte{byte(len(keys) + 20)}, 32)}
+			keys[kind] = k
+			ring, err := secret.NewKeyring(secret.Key{ID: k.ID, Secret: k.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := ring.Seal(kind, []byte(`{"v":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if store.SealedRecordPayload != functions.PurposeRecordPayload {
+			t.Fatalf("the kind of record payloads is not their purpose")
+		}
+		scope := functions.RecordScope{EnvironmentID: bu.env.ID, ConnectionID: conn.ID, Model: "Issue", Variant: functions.BaseVariant}
+		if _, err := b.store.SaveRecords(ctx, scope, []functions.RecordWrite{{ID: "r1", SealedPayload: seal(store.SealedRecordPayload), Hash: "h"}}, now, 0); err != nil {
+			t.Fatal(err)
+		}
+		plain, err := secret.NewKeyring(secret.Key{ID: testKey.ID, Secret: testKey.Key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{store.SealedActionInput, store.SealedActionOutput, store.SealedActionError} {
+			input, err := plain.Seal(store.SealedActionInput, []byte(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk := &functions.ActionTask{ID: uuid.New(), EnvironmentID: bu.env.ID, ConnectionID: conn.ID, Integration: "gh",
+				ConnectionRef: "c1", ActionName: "a", SealedInput: input, Status: functions.TaskPending, CreatedAt: now, UpdatedAt: now}
+			switch kind {
+			case store.SealedActionInput:
+				tk.SealedInput = seal(kind)
+			case store.SealedActionOutput:
+				tk.Status, tk.SealedOutput, tk.FinishedAt = functions.TaskSucceeded, seal(kind), &now
+			case store.SealedActionError:
+				tk.Status, tk.SealedError, tk.ErrorStatus, tk.FinishedAt = functions.TaskFailed, seal(kind), 400, &now
+			}
+			if err := b.store.CreateActionTask(ctx, tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// With every key: no error (each sample opens with its purpose).
+		all, wrong := []connect.EncryptionKey{testKey}, []connect.EncryptionKey{testKey}
+		for _, k := range keys {
+			all = append(all, k)
+			wrong = append(wrong, connect.EncryptionKey{ID: k.ID, Key: otherKey.Key})
+		}
+		check := func(keys []connect.EncryptionKey) error {
+			cfg := connect.Config{Store: b.store, EncryptionKeys: keys, Scheduler: schedulerFor(t, b)}
+			svc, err := connect.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return svc.CheckEncryptionKeys(ctx)
+		}
+		if err := check(all); err != nil {
+			t.Fatalf("check with every key: %v", err)
+		}
+		// Same ids, other material: each refused as a mismatch, with its
+		// value counted.
+		var mk *connect.MissingKeysError
+		if err := check(wrong); !errors.As(err, &mk) {
+			t.Fatalf("check with other material = %v, want a MissingKeysError", err)
+		}
+		got := map[string]connect.MissingKey{}
+		for _, k := range mk.Keys {
+			got[k.ID] = k
+		}
+		for kind, k := range keys {
+			m, ok := got[k.ID]
+			if !ok || !m.Mismatch || !cmp.Equal(m.Values, map[string]int{kind: 1}) {
+				t.Errorf("the key of %s with other material: %+v (found %v), want a mismatch of one %s value", kind, m, ok, kind)
+			}
+		}
+		if len(mk.Keys) != len(keys) {
+			t.Errorf("check with other material named %d keys, want %d: %v", len(mk.Keys), len(keys), mk)
 		}
 	})
 }

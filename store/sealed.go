@@ -28,12 +28,22 @@ const (
 	// (functions.Record.SealedPayload): end users' data, the most numerous
 	// of sealed values. A pruned record has none.
 	SealedRecordPayload = "record_payload"
+	// SealedActionInput, SealedActionOutput and SealedActionError are
+	// the input, the output and the error body of an async action task
+	// (functions.ActionTask.SealedInput, SealedOutput and SealedError).
+	// A task has an input from its creation; its output is empty until
+	// it succeeded, its error body until it failed.
+	SealedActionInput  = "action_input"
+	SealedActionOutput = "action_output"
+	SealedActionError  = "action_error"
 )
 
 // SealedKinds lists every kind of sealed value, those of the records that
-// are usually fewest first.
+// are usually fewest first: action tasks (which retention deletes) come
+// before record payloads, the most numerous.
 var SealedKinds = []string{SealedSigningKey, SealedVariable, SealedIntegrationCredentials, SealedIntegrationCustom,
-	SealedSessionDefaults, SealedOAuthFlowSecrets, SealedConnectionCredentials, SealedRecordPayload}
+	SealedSessionDefaults, SealedOAuthFlowSecrets, SealedConnectionCredentials,
+	SealedActionInput, SealedActionOutput, SealedActionError, SealedRecordPayload}
 
 // SealedKeyID returns the id of the encryption key that sealed a value,
 // which has the form "v1:<key id>:<data>" with a key id of 1 to 32

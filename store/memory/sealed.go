@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/store"
 )
 
@@ -68,6 +69,21 @@ func (d *data) sealedFields() []sealedField {
 			c.SealedSecrets = v
 			d.flows[id] = c
 		}})
+	}
+	for id, tk := range d.actionTasks {
+		// A re-sealed value keeps the task's Version and UpdatedAt, as in
+		// store/postgres.
+		field := func(kind, value string, set func(c *functions.ActionTask, v string)) sealedField {
+			return sealedField{kind, value, func(v string) {
+				c := copyTask(d.actionTasks[id])
+				set(c, v)
+				d.actionTasks[id] = c
+			}}
+		}
+		out = append(out,
+			field(store.SealedActionInput, tk.SealedInput, func(c *functions.ActionTask, v string) { c.SealedInput = v }),
+			field(store.SealedActionOutput, tk.SealedOutput, func(c *functions.ActionTask, v string) { c.SealedOutput = v }),
+			field(store.SealedActionError, tk.SealedError, func(c *functions.ActionTask, v string) { c.SealedError = v }))
 	}
 	for k, sc := range d.recordScopes {
 		for id, r := range sc.recs {

@@ -112,6 +112,15 @@
 //     only by ForgetSealingKeyID, under a lock that waits for writers
 //     registering ids. The triggers of records (migration 013) run once
 //     per statement, on its new rows, for inserts and updates alike.
+//     Those of action tasks (migration 015, on sealed_input, sealed_output
+//     and sealed_error; it registers the tasks stored before it too) run
+//     once per statement for inserts, as on connections, and once per
+//     row for updates that move a sealed column to another key id, so
+//     that a running task's heartbeats never wait for the registry.
+//   - action_tasks: the async action tasks (migration 014;
+//     functions.ActionStore), with their sealed input, output and error
+//     body (empty until the task succeeded or failed), each a kind of
+//     store.SealedValues; re-sealing one leaves the task's version alone.
 //   - webhook_deliveries: the outbox of outgoing webhooks; text id primary
 //     key; environment_id references environments, ON DELETE CASCADE; body
 //     bytea, so that the signed bytes come back exactly; indexes for

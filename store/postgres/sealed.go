@@ -21,6 +21,9 @@ var sealedColumns = map[string]struct{ table, column string }{
 	store.SealedSessionDefaults:        {"connect_sessions", "sealed_integrations_config_defaults"},
 	store.SealedOAuthFlowSecrets:       {"oauth_flows", "sealed_secrets"},
 	store.SealedRecordPayload:          {"records", "sealed_payload"},
+	store.SealedActionInput:            {"action_tasks", "sealed_input"},
+	store.SealedActionOutput:           {"action_tasks", "sealed_output"},
+	store.SealedActionError:            {"action_tasks", "sealed_error"},
 }
 
 // resealPage is how many values ResealValues reads at a time.
@@ -169,8 +172,8 @@ func (s *Store) ForgetSealingKeyID(ctx context.Context, keyID string) (map[strin
 
 // SampleSealedValue returns one value sealed under keyID, and its kind,
 // or store.ErrNotFound: the first found in the tables of signing keys,
-// variables, integrations, connect sessions, OAuth flows, connections, then
-// records.
+// variables, integrations, connect sessions, OAuth flows, connections,
+// action tasks, then records.
 func (s *Store) SampleSealedValue(ctx context.Context, keyID string) (string, string, error) {
 	var row struct {
 		Kind  string `db:"kind"`
@@ -190,7 +193,11 @@ func (s *Store) SampleSealedValue(ctx context.Context, keyID string) (string, st
 // reseal's result, a page at a time, each row with a compare-and-swap. It
 // stops when a page replaced nothing (every row read was changed
 // meanwhile), so that values that another process keeps sealing under
-// keyID cannot hold it forever.
+// keyID cannot hold it forever. A replacement changes nothing else of its
+// row: an action task keeps its version, so that the instance running it
+// is not refused its next write; should that write put back a value read
+// before (its output or error), the value names keyID again, and
+// ForgetSealingKeyID counts it.
 func (s *Store) ResealValues(ctx context.Context, kind, keyID string, reseal func(string) (string, error)) (int, error) {
 	if kind == store.SealedRecordPayload {
 		return s.resealRecords(ctx, keyID, reseal)

@@ -30,7 +30,10 @@
 // failed with ErrNotFound or ErrConflict; concurrent writers; the
 // SealedValues registry of key ids (listed after every kind of write,
 // counted by kind, forgotten only once no value names them) and
-// ResealValues, record payloads included; the records of syncs
+// ResealValues, record payloads and action tasks' inputs, outputs and
+// error bodies included (the key of a pending task's input is never
+// forgotten; re-sealing keeps a task's Version and UpdatedAt); the records
+// of syncs
 // (functions.RecordStore: added, updated and unchanged records counted by
 // hash, deleted records added again, pruned records updated by a save,
 // Seq values above every other of the scope for each change and untouched

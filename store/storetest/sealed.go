@@ -3,14 +3,17 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/uuid"
 	"github.com/embedauth/connect/store"
 )
 
@@ -32,6 +35,10 @@ type sealedFixture struct {
 	// records is the scope of the records: r1 and r2 sealed, r3 sealed and
 	// deleted (its payload stays), r4 pruned (no payload).
 	records functions.RecordScope
+	// tasks are the ids of three action tasks, each with a sealed input:
+	// pending (no output or error), succeeded (an output) and failed (an
+	// error body), the last two finished at ts.
+	tasks [3]string
 }
 
 func newSealedFixture(t *testing.T, s Store, prefix string) *sealedFixture {
@@ -84,7 +91,34 @@ func newSealedFixture(t *testing.T, s Store, prefix string) *sealedFixture {
 	flow := newFlowValue(f.env.ID, sess.ID, prefix, "client-"+prefix, 900)
 	flow.SealedSecrets = v(store.SealedOAuthFlowSecrets, "fs")
 	must(t, s.CreateOAuthFlow(ctx, flow))
+	// The tasks finish through UpdateActionTask, as the Service's do.
+	for i, status := range []string{functions.TaskPending, functions.TaskSucceeded, functions.TaskFailed} {
+		tk := &functions.ActionTask{ID: uuid.New(), EnvironmentID: f.env.ID, ConnectionID: f.records.ConnectionID,
+			Integration: f.connKey, ConnectionRef: "c1", ActionName: "create-issue",
+			SealedInput: v(store.SealedActionInput, fmt.Sprintf("in%d", i)), Status: functions.TaskPending,
+			MaxRetries: 1, LogID: "log", CreatedAt: ts, UpdatedAt: ts}
+		must(t, s.CreateActionTask(ctx, tk))
+		f.tasks[i] = tk.ID
+		switch status {
+		case functions.TaskSucceeded:
+			tk.SealedOutput = v(store.SealedActionOutput, "out")
+		case functions.TaskFailed:
+			tk.SealedError, tk.ErrorStatus = v(store.SealedActionError, "err"), 424
+		default:
+			continue
+		}
+		tk.Status, tk.Attempts, tk.FinishedAt = status, 1, &ts
+		must(t, s.UpdateActionTask(ctx, tk))
+	}
 	return f
+}
+
+// task returns the fixture's task i.
+func (f *sealedFixture) task(t *testing.T, s Store, i int) *functions.ActionTask {
+	t.Helper()
+	tk, err := s.GetActionTask(t.Context(), f.env.ID, f.tasks[i])
+	must(t, err)
+	return tk
 }
 
 // wantCounts is what ForgetSealingKeyID counts for the fixture's key of
@@ -94,7 +128,7 @@ func wantCounts(kind string) map[string]int {
 	switch kind {
 	case store.SealedVariable:
 		n = 2
-	case store.SealedConnectionCredentials, store.SealedRecordPayload:
+	case store.SealedConnectionCredentials, store.SealedRecordPayload, store.SealedActionInput:
 		n = 3
 	}
 	return map[string]int{kind: n}
@@ -178,6 +212,28 @@ func testSealingKeyIDsFollowWrites(t *testing.T, s Store) {
 	})
 	must(t, err)
 	has("record saved in a transaction", "rec-tx")
+
+	// Action tasks: created, finished with an output or an error body, and
+	// in a transaction.
+	tk := &functions.ActionTask{ID: uuid.New(), EnvironmentID: f.env.ID, ConnectionID: f.records.ConnectionID,
+		Integration: f.connKey, ConnectionRef: "c1", ActionName: "a", SealedInput: "v1:task-in:x",
+		Status: functions.TaskPending, LogID: "log", CreatedAt: ts, UpdatedAt: ts}
+	must(t, s.CreateActionTask(ctx, tk))
+	has("created action task", "task-in")
+	tk.Status, tk.SealedOutput, tk.FinishedAt = functions.TaskSucceeded, "v1:task-out:x", &ts
+	must(t, s.UpdateActionTask(ctx, tk))
+	has("action task with an output", "task-out")
+	failed := f.task(t, s, 0)
+	failed.Status, failed.SealedError, failed.FinishedAt = functions.TaskFailed, "v1:task-err:x", &ts
+	must(t, s.UpdateActionTask(ctx, failed))
+	has("action task with an error", "task-err")
+	err = s.WithTx(ctx, func(ctx context.Context) error {
+		return s.CreateActionTask(ctx, &functions.ActionTask{ID: uuid.New(), EnvironmentID: f.env.ID,
+			ConnectionID: f.records.ConnectionID, Integration: f.connKey, ConnectionRef: "c1", ActionName: "a",
+			SealedInput: "v1:task-tx:x", Status: functions.TaskPending, LogID: "log", CreatedAt: ts, UpdatedAt: ts})
+	})
+	must(t, err)
+	has("action task created in a transaction", "task-tx")
 }
 
 func testForgetSealingKeyID(t *testing.T, s Store) {
@@ -243,6 +299,31 @@ func testForgetSealingKeyID(t *testing.T, s Store) {
 	diff(t, "counts of the records' key, no record left", map[string]int{}, counts)
 	if slices.Contains(keyIDs(t, s), id) {
 		t.Errorf("SealingKeyIDs still lists %q after ForgetSealingKeyID", id)
+	}
+
+	// Action tasks: once retention deleted the finished ones, the keys of
+	// their outputs and errors can be forgotten; the pending task still
+	// needs the key of its input.
+	n, err := s.DeleteActionTasksBefore(ctx, at(1), 0)
+	must(t, err)
+	if n != 2 {
+		t.Errorf("DeleteActionTasksBefore deleted %d tasks, want the 2 finished", n)
+	}
+	for _, kind := range []string{store.SealedActionOutput, store.SealedActionError} {
+		id := f.ids[kind]
+		counts, err := s.ForgetSealingKeyID(ctx, id)
+		must(t, err)
+		diff(t, "counts of the key of "+kind+", its task deleted", map[string]int{}, counts)
+		if slices.Contains(keyIDs(t, s), id) {
+			t.Errorf("SealingKeyIDs still lists %q after ForgetSealingKeyID", id)
+		}
+	}
+	id = f.ids[store.SealedActionInput]
+	counts, err = s.ForgetSealingKeyID(ctx, id)
+	must(t, err)
+	diff(t, "counts of the inputs' key, a pending task left", map[string]int{store.SealedActionInput: 1}, counts)
+	if !slices.Contains(keyIDs(t, s), id) {
+		t.Errorf("ForgetSealingKeyID dropped %q, which a pending task's input names", id)
 	}
 }
 
@@ -356,6 +437,32 @@ func testResealValues(t *testing.T, s Store) {
 	for _, r := range g2 {
 		if strings.HasPrefix(r.SealedPayload, "v1:new:") {
 			t.Errorf("record %s of the other environment was re-sealed", r.ID)
+		}
+	}
+	// Re-sealing changes neither a task's Version nor its UpdatedAt (the
+	// instance running it must not be refused its next write); empty
+	// outputs and errors stay empty.
+	type sealedTask struct {
+		Input, Output, Error string
+		Version              int64
+		UpdatedAt            time.Time
+	}
+	var tasks []sealedTask
+	for i := range f.tasks {
+		tk := f.task(t, s, i)
+		tasks = append(tasks, sealedTask{tk.SealedInput, tk.SealedOutput, tk.SealedError, tk.Version, tk.UpdatedAt})
+	}
+	diff(t, "action tasks", []sealedTask{
+		{"v1:new:in0", "", "", 1, ts},
+		{"v1:new:in1", "v1:new:out", "", 2, ts},
+		{"v1:new:in2", "", "v1:new:err", 2, ts},
+	}, tasks)
+	for i := range g.tasks {
+		tk := g.task(t, s, i)
+		for _, v := range []string{tk.SealedInput, tk.SealedOutput, tk.SealedError} {
+			if strings.HasPrefix(v, "v1:new:") {
+				t.Errorf("action task %d of the other environment was re-sealed: %q", i, v)
+			}
 		}
 	}
 }
