@@ -778,7 +778,8 @@ func (s *Service) Stop(ctx context.Context) error {
 // ReencryptSecrets re-seals, under the primary encryption key, every secret
 // still sealed with another key: signing keys, environment variables,
 // integration credentials, connection credentials, connect sessions'
-// defaults and OAuth flows' secrets. It returns how many values it
+// defaults, OAuth flows' secrets, the payloads of sync records and the
+// inputs, outputs and errors of async actions. It returns how many values it
 // re-sealed. After it returns without error, older keys can be removed
 // from Config.EncryptionKeys: it also drops their ids from the Store's
 // registry (see CheckEncryptionKeys) when no value names them any longer.

@@ -467,7 +467,9 @@ func (echoRuntime) RunSync(ctx context.Context, f *functions.Function, c *functi
 	return c.Save(ctx, "Issue", []issue{{ID: "from-" + f.Runtime, Title: string(f.Code)}})
 }
 
-func (echoRuntime) RunOnEvent(ctx context.Context, f *functions.Function, c *functions.Context) error { return nil }
+func (echoRuntime) RunOnEvent(ctx context.Context, f *functions.Function, c *functions.Context) error {
+	return nil
+}
 
 // TestDeployAtRunTime: a function deployed at run time on a runtime the
 // host added is listed and runs like a registered one; deleting it works.
