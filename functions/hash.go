@@ -11,5 +11,7 @@ import (
 // value: object keys sorted), so that equal records hash equal.
 func HashPayload(payload []byte) string {
 	sum := sha256.Sum256(payload)
-	return hex.EncodeToString(sum[:])
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }

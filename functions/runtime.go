@@ -118,6 +118,10 @@ func (s *Service) runtimeOf(f *Function) (Runtime, error) {
 func protect(fn func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			if cp, ok := v.(*chunkPanic); ok { // raised again by inParallel
+				err = &PanicError{Value: cp.value, Stack: cp.stack}
+				return
+			}
 			err = &PanicError{Value: v, Stack: stack(3)}
 		}
 	}()

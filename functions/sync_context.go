@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,7 +82,9 @@ type encodedRecord struct {
 // or json.RawMessage values) as JSON objects with their ids, refusing more
 // than MaxRecordsPerBatch, records that are not objects, and ids that are
 // missing, empty, not a string or number, or longer than MaxRecordIDLen.
-// Of two records with the same id the first is kept.
+// Of two records with the same id the first is kept. A large batch is
+// encoded on several goroutines (inParallel); the error is that of the
+// first record refused.
 func encodeRecords(records any) ([]encodedRecord, int, error) {
 	v := reflect.ValueOf(records)
 	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
@@ -92,26 +95,86 @@ func encodeRecords(records any) ([]encodedRecord, int, error) {
 		return nil, 0, store.Invalid("invalid_sync_record",
 			fmt.Sprintf("%d records in one call: at most %d per batch; split the batch.", n, MaxRecordsPerBatch))
 	}
-	out := make([]encodedRecord, 0, n)
+	all := make([]encodedRecord, n)
+	errs := make([]error, n)
+	inParallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b, err := encodeRecord(v.Index(i).Interface())
+			var id string
+			if err == nil {
+				id, err = recordID(b)
+			}
+			if err != nil {
+				errs[i] = err
+				return // the rest of the chunk is not needed
+			}
+			all[i] = encodedRecord{id: id, payload: b}
+		}
+	})
+	out := all[:0]
 	seen := make(map[string]bool, n)
 	dropped := 0
-	for i := range n {
-		b, err := encodeRecord(v.Index(i).Interface())
-		if err != nil {
-			return nil, 0, store.Invalid("invalid_sync_record", fmt.Sprintf("record %d: %v", i, err))
+	for i := range all {
+		if errs[i] != nil {
+			return nil, 0, store.Invalid("invalid_sync_record", fmt.Sprintf("record %d: %v", i, errs[i]))
 		}
-		id, err := recordID(b)
-		if err != nil {
-			return nil, 0, store.Invalid("invalid_sync_record", fmt.Sprintf("record %d: %v", i, err))
-		}
+		id := all[i].id
 		if seen[id] {
 			dropped++
 			continue
 		}
 		seen[id] = true
-		out = append(out, encodedRecord{id: id, payload: b})
+		out = append(out, all[i])
 	}
 	return out, dropped, nil
+}
+
+// parallelChunk is the fewest records inParallel gives a goroutine: below
+// it, starting one costs more than it saves.
+const parallelChunk = 64
+
+// inParallel calls fn on the chunks [lo, hi) of [0, n), on up to
+// GOMAXPROCS goroutines: encoding, hashing and sealing a batch of 1,000
+// records takes milliseconds of CPU, which the database waits for. A
+// panic in fn is raised again in the caller once every chunk is done,
+// with the stack of the goroutine that panicked (see protect).
+func inParallel(n int, fn func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/parallelChunk)
+	if w <= 1 {
+		fn(0, n)
+		return
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first *chunkPanic
+	)
+	size := (n + w - 1) / w
+	for lo := 0; lo < n; lo += size {
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					mu.Lock()
+					if first == nil {
+						first = &chunkPanic{value: v, stack: stack(3)}
+					}
+					mu.Unlock()
+				}
+			}()
+			fn(lo, min(lo+size, n))
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		panic(first)
+	}
+}
+
+// chunkPanic is a panic of a goroutine of inParallel, raised again in its
+// caller.
+type chunkPanic struct {
+	value any
+	stack []string
 }
 
 // encodeRecord encodes one record as a JSON object, without the
@@ -163,23 +226,31 @@ func encodeRecord(r any) ([]byte, error) {
 	return b, nil
 }
 
-// recordID reads the id of an encoded record: a non-empty string or a
-// number, at most MaxRecordIDLen characters once NUL bytes are dropped.
+// recordID reads the id of an encoded record (a JSON object, as
+// encodeRecord returns): a non-empty string or a number, at most
+// MaxRecordIDLen characters once NUL bytes are dropped. It finds the id
+// without decoding the record (topLevelID), which a batch of large records
+// would spend most of its encoding time on.
 func recordID(b []byte) (string, error) {
-	var probe struct {
-		ID json.RawMessage `json:"id"`
+	raw, ok := topLevelID(b)
+	if !ok {
+		var probe struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(b, &probe); err != nil {
+			return "", err
+		}
+		raw = bytes.TrimSpace(probe.ID)
 	}
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return "", err
-	}
-	raw := bytes.TrimSpace(probe.ID)
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", errors.New("the record has no id")
 	}
 	var id string
 	switch raw[0] {
 	case '"':
-		if err := json.Unmarshal(raw, &id); err != nil {
+		if s, ok := plainString(raw); ok {
+			id = s
+		} else if err := json.Unmarshal(raw, &id); err != nil {
 			return "", err
 		}
 		id = strings.ReplaceAll(id, "\x00", "")
@@ -200,11 +271,153 @@ func recordID(b []byte) (string, error) {
 	return id, nil
 }
 
+// topLevelID returns the value of the member "id" of the JSON object b
+// (matched as encoding/json matches the tag `json:"id"`: without regard to
+// case, the last one winning), nil when it has none, reading b once
+// without decoding it. ok is false when b holds what it does not handle
+// (a key with an escape or a non-ASCII byte, or b not a well-formed
+// object): the caller then decodes b with encoding/json.
+func topLevelID(b []byte) (id []byte, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return nil, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, false
+		}
+		k := i + 1
+		for ; k < len(b) && b[k] != '"'; k++ {
+			if b[k] == '\\' || b[k] >= utf8.RuneSelf {
+				return nil, false
+			}
+		}
+		if k >= len(b) {
+			return nil, false
+		}
+		key := b[i+1 : k]
+		i = skipSpace(b, k+1)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(b, i+1)
+		end, ok := skipValue(b, i)
+		if !ok {
+			return nil, false
+		}
+		if len(key) == 2 && key[0]|0x20 == 'i' && key[1]|0x20 == 'd' {
+			id = b[i:end]
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return id, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// plainString returns the JSON string raw (quotes included) when it has
+// no escape, no control character and no invalid UTF-8: its bytes are then
+// what json.Unmarshal would decode.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	for _, c := range s {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(s) {
+		return "", false
+	}
+	return string(s), true
+}
+
+// skipSpace returns the index of the first byte of b from i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just after the JSON value that starts at
+// b[i]; ok is false when it does not end.
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, ok := skipString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	default: // a number, true, false or null
+		start := i
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' &&
+			b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
+			i++
+		}
+		return i, i > start
+	}
+}
+
+// skipString returns the index just after the JSON string that starts at
+// b[i] (a quote).
+func skipString(b []byte, i int) (int, bool) {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
 // Save saves records of a model: a slice (at most MaxRecordsPerBatch) of
 // structs, maps or json.RawMessage values, each a JSON object with an id
 // (a string or a number). A record not stored is added; a stored one
 // whose content changed is updated; an unchanged one is left as it is and
-// not counted. Of two records with the same id, the first is kept.
+// not counted. Of two records with the same id, the first is kept. The
+// records of a large batch are encoded on several goroutines at once, so
+// a MarshalJSON method of theirs must not change shared state without a
+// lock (json.Marshal's own methods never do).
 func (c *SyncContext) Save(ctx context.Context, model string, records any) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -228,12 +441,25 @@ func (c *SyncContext) Save(ctx context.Context, model string, records any) error
 
 func (c *SyncContext) saveEncoded(ctx context.Context, scope RecordScope, recs []encodedRecord) error {
 	writes := make([]RecordWrite, len(recs))
-	for i, r := range recs {
-		sealed, err := c.svc.cfg.Keyring.Seal(PurposeRecordPayload, r.payload)
-		if err != nil {
-			return err
+	var (
+		mu      sync.Mutex
+		sealErr error
+	)
+	inParallel(len(recs), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			r := &recs[i]
+			sealed, err := c.svc.cfg.Keyring.Seal(PurposeRecordPayload, r.payload)
+			if err != nil {
+				mu.Lock()
+				sealErr = err
+				mu.Unlock()
+				return
+			}
+			writes[i] = RecordWrite{ID: r.id, SealedPayload: sealed, Hash: HashPayload(r.payload)}
 		}
-		writes[i] = RecordWrite{ID: r.id, SealedPayload: sealed, Hash: HashPayload(r.payload)}
+	})
+	if sealErr != nil {
+		return sealErr
 	}
 	touch, err := c.touchFor(ctx, scope.Model)
 	if err != nil {
