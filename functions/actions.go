@@ -337,7 +337,7 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 // heartbeat for three heartbeats) as failed: they are retried when they
 // have retries left.
 func (s *Service) reapActions(ctx context.Context) (int, error) {
-	stale, err := s.st.StaleActionTasks(ctx, s.nowUTC().Add(-3*s.cfg.Heartbeat), 100)
+	stale, err := s.st.StaleActionTasks(ctx, s.nowUTC().Add(-s.staleAfter()), 100)
 	if err != nil {
 		return 0, err
 	}

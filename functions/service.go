@@ -138,7 +138,7 @@ type Service struct {
 	logs *batch.Batcher[*oplog.Entry, struct{}]
 	// pendingLogs counts the run entries being written in the background
 	// (recordLater); Stop waits for them.
-	pendingLogs sync.WaitGroup
+	pendingLogs pending
 	// conns caches the connections runs are prepared for (without their
 	// credentials) for ConnectionCacheTTL; deletions and re-authorizations
 	// through this Service drop their entries.
@@ -267,9 +267,9 @@ func (s *Service) record(ctx context.Context, e *oplog.Entry) error {
 // the run's caller does not wait for it (Stop does).
 func (s *Service) recordLater(ctx context.Context, e *oplog.Entry) {
 	s.cfg.Log.Stamp(e)
-	s.pendingLogs.Add(1)
+	s.pendingLogs.add()
 	go func() {
-		defer s.pendingLogs.Done()
+		defer s.pendingLogs.done()
 		if _, err := s.logs.Do(context.WithoutCancel(ctx), e); err != nil {
 			s.logger.Warn("functions: log a run", "entry", e.ID, "err", err)
 		}
@@ -407,3 +407,48 @@ func (s *Service) DeployAll(ctx context.Context) error {
 }
 
 func (s *Service) nowUTC() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// pending counts work in the background that a Stop waits for. Unlike a
+// sync.WaitGroup, work may start while a wait is in progress.
+type pending struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; nil when nobody waits
+}
+
+func (p *pending) add() {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+}
+
+func (p *pending) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n--
+	if p.n == 0 && p.zero != nil {
+		close(p.zero)
+		p.zero = nil
+	}
+}
+
+// wait returns once no work is pending, or ctx's error when it ends
+// first.
+func (p *pending) wait(ctx context.Context) error {
+	p.mu.Lock()
+	if p.n == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.zero == nil {
+		p.zero = make(chan struct{})
+	}
+	ch := p.zero
+	p.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

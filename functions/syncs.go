@@ -73,17 +73,7 @@ func (s *Service) Stop(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	logged := make(chan struct{})
-	go func() {
-		s.pendingLogs.Wait()
-		close(logged)
-	}()
-	select {
-	case <-logged:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.pendingLogs.wait(ctx)
 }
 
 func (s *Service) loop(ctx context.Context, done chan struct{}) {
@@ -199,7 +189,7 @@ func (s *Service) queueRun(ctx context.Context, sc *Schedule, trigger string, re
 // ends them as interrupted.
 func (s *Service) reap(ctx context.Context) (int, error) {
 	now := s.nowUTC()
-	stale, err := s.st.StaleSyncRuns(ctx, now.Add(-3*s.cfg.Heartbeat), 100)
+	stale, err := s.st.StaleSyncRuns(ctx, now.Add(-s.staleAfter()), 100)
 	if err != nil {
 		return 0, err
 	}
@@ -227,6 +217,12 @@ func (s *Service) reap(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// staleAfter is how long a running run (or action attempt) may go without
+// a heartbeat before it is taken as interrupted: three heartbeats, plus
+// two seconds so that a database or a machine slow for a moment does not
+// make a live run look dead.
+func (s *Service) staleAfter() time.Duration { return 3*s.cfg.Heartbeat + 2*time.Second }
 
 // runFailure is the error of a stopped run.
 func runFailure(typ, description string) error {
@@ -367,11 +363,13 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 	if err != nil {
 		return err
 	}
+	st.mu.Lock()
 	st.fn, st.conn = p.fn, p.conn
+	r := *st.run // the heartbeat replaces st.run meanwhile
+	st.mu.Unlock()
 	if p.conn.ID != sc.ConnectionID {
 		return runFailure("connection_replaced", "The connection was deleted and created again.")
 	}
-	r := st.run
 	if r.Reset {
 		if _, err := s.st.DeleteCheckpoints(ctx, p.conn.ID, runKey(sc)); err != nil {
 			return err
@@ -393,7 +391,7 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 	}
 	logID, start := s.cfg.Log.NewID(), s.cfg.Now()
 	st.mu.Lock()
-	r.LogID = logID
+	st.run.LogID = logID
 	st.mu.Unlock()
 	c := s.newContext(p, r.ID, logID, runKey(sc))
 	models := map[string]bool{}
@@ -407,7 +405,9 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 	if r.Reset {
 		syncCtx.LastSyncDate = nil
 	}
+	st.mu.Lock()
 	st.sc = syncCtx
+	st.mu.Unlock()
 	if rs.trackAll && webhook == nil {
 		for m := range models {
 			if err := syncCtx.TrackDeletesStart(ctx, m); err != nil {
