@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/embedauth/connect/store"
 )
@@ -25,6 +27,8 @@ type Key struct {
 
 // Keyring seals with its primary key and opens with any of its keys.
 type Keyring struct {
+	// bufs holds the scratch buffers of Seal (nonce and ciphertext).
+	bufs    sync.Pool
 	primary string
 	aeads   map[string]cipher.AEAD
 }
@@ -102,13 +106,33 @@ func (k *Keyring) PrimaryID() string { return k.primary }
 // Seal encrypts plaintext for the given purpose under the primary key.
 func (k *Keyring) Seal(purpose string, plaintext []byte) (string, error) {
 	aead := k.aeads[k.primary]
-	buf := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plaintext)+aead.Overhead())
+	n := aead.NonceSize() + len(plaintext) + aead.Overhead()
+	bp, _ := k.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer k.bufs.Put(bp)
+	if cap(*bp) < n {
+		*bp = make([]byte, 0, n)
+	}
+	buf := (*bp)[:aead.NonceSize()]
 	if _, err := rand.Read(buf); err != nil {
 		return "", fmt.Errorf("secret: nonce: %w", err)
 	}
 	buf = aead.Seal(buf, buf, plaintext, []byte(purpose))
-	return "v1:" + k.primary + ":" + base64.RawURLEncoding.EncodeToString(buf), nil
+	// One allocation for the result: the prefix and the base64 text are
+	// written into it, and the string shares it (nothing writes it after).
+	out := make([]byte, 0, len("v1:")+len(k.primary)+1+base64.RawURLEncoding.EncodedLen(len(buf)))
+	out = append(append(append(out, "v1:"...), k.primary...), ':')
+	out = base64.RawURLEncoding.AppendEncode(out, buf)
+	if cap(*bp) > maxPooledSeal {
+		*bp = nil // do not keep a huge buffer alive
+	}
+	return unsafe.String(unsafe.SliceData(out), len(out)), nil
 }
+
+// maxPooledSeal is the largest scratch buffer Seal gives back to the pool.
+const maxPooledSeal = 64 << 10
 
 // Open decrypts a value sealed for purpose.
 func (k *Keyring) Open(purpose, sealed string) ([]byte, error) {
