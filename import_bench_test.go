@@ -10,10 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -249,38 +246,9 @@ func newImportBench(b *testing.B) *importBench {
 }
 
 // postgresCPU returns the CPU time the Postgres sessions of f.db have
-// used, from /proc: ok is false when Postgres runs elsewhere.
-func (f *importBench) postgresCPU() (d time.Duration, ok bool) {
-	rows, err := f.db.Query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, f.app)
-	if err != nil {
-		return 0, false
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var pid int
-		if rows.Scan(&pid) != nil {
-			return 0, false
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return 0, false
-		}
-		// Fields after the command name (which ends with the last ')'):
-		// utime and stime are the 12th and 13th, in clock ticks of 1/100 s.
-		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(fields) < 13 {
-			return 0, false
-		}
-		for _, s := range fields[11:13] {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return 0, false
-			}
-			d += time.Duration(n) * 10 * time.Millisecond
-		}
-	}
-	return d, rows.Err() == nil
-}
+// used, from /proc (see sessionCPU): ok is false when Postgres runs
+// elsewhere.
+func (f *importBench) postgresCPU() (d time.Duration, ok bool) { return sessionCPU(f.db, f.app) }
 
 // importBenchItem is connection i of a variant's round as a single import
 // body.
