@@ -311,6 +311,21 @@ func TestSyncRunsAndRecords(t *testing.T) {
 		if all[10]["title"] == nil {
 			t.Fatalf("record 10 was pruned: %v", all[10])
 		}
+
+		// A run saving the pruned records again, unchanged otherwise,
+		// restores their payloads and counts them as updated.
+		before = time.Now()
+		f.mustDo(t, 200, req{method: "POST", path: "/sync/trigger", body: `{"syncs":["issues"],"provider_config_key":"fx","connection_id":"c1"}`})
+		st = f.waitRun(t, "issues", before)
+		res = st["latestResult"].(map[string]any)["Issue"].(map[string]any)
+		if res["added"] != float64(0) || res["updated"] != float64(10) {
+			t.Fatalf("the run after pruning counted %v, want 10 updated", res)
+		}
+		for _, rec := range f.records(t, "") {
+			if rec["title"] == nil || rec["_nango_metadata"].(map[string]any)["pruned_at"] != nil {
+				t.Fatalf("record after the run that saved it again: %v", rec)
+			}
+		}
 	})
 }
 

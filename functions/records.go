@@ -120,6 +120,14 @@ type RecordStore interface {
 	// included, is marked as touched at generation touch (see
 	// DeleteUntouched).
 	SaveRecords(ctx context.Context, scope RecordScope, recs []RecordWrite, now time.Time, touch int64) (SaveResult, error)
+	// UnchangedRecords returns the ids of those of recs (distinct ids;
+	// SealedPayload is not read) that SaveRecords would leave unchanged:
+	// stored with the same Hash, neither deleted nor pruned. When touch is
+	// not zero it marks them touched at generation touch, as SaveRecords
+	// would, so that they need not be saved. The Service asks before it
+	// seals a batch that is likely unchanged (a sync run again over the
+	// same data), and seals and saves only the others.
+	UnchangedRecords(ctx context.Context, scope RecordScope, recs []RecordWrite, touch int64) ([]string, error)
 	// DeleteRecords soft-deletes the records with ids that are stored and
 	// not deleted: DeletedAt and UpdatedAt now (the payload stays), a new
 	// Seq. Others are ignored. It counts Deleted.

@@ -48,6 +48,32 @@ type runState struct {
 	// tracking caches the models with a tracking marker (their start
 	// generation); guarded by mu.
 	tracking map[string]int64
+	// fresh are the models whose last batch was mostly new or changed
+	// records: their next one is sealed and saved without asking the
+	// store first which of its records are unchanged. Guarded by mu.
+	fresh map[string]bool
+}
+
+// checkUnchanged tells whether the next batch of model should be checked
+// for unchanged records before it is sealed: the first batch of a model
+// in a run is, and the next ones while at least a quarter of a batch is
+// unchanged (a sync run again over the same data), which saves sealing
+// and sending records the store would not write. A run that saves new
+// data pays one check.
+func (r *runState) checkUnchanged(model string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.fresh[model]
+}
+
+// saved notes how many of a batch of n records of model were unchanged.
+func (r *runState) saved(model string, n, unchanged int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fresh == nil {
+		r.fresh = map[string]bool{}
+	}
+	r.fresh[model] = unchanged*4 < n
 }
 
 func (r *runState) count(model string, res SaveResult) {
@@ -440,14 +466,33 @@ func (c *SyncContext) Save(ctx context.Context, model string, records any) error
 }
 
 func (c *SyncContext) saveEncoded(ctx context.Context, scope RecordScope, recs []encodedRecord) error {
-	writes := make([]RecordWrite, len(recs))
+	touch, err := c.touchFor(ctx, scope.Model)
+	if err != nil {
+		return err
+	}
+	n := len(recs)
+	writes := make([]RecordWrite, n)
+	if c.run.checkUnchanged(scope.Model) {
+		inParallel(n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				writes[i] = RecordWrite{ID: recs[i].id, Hash: HashPayload(recs[i].payload)}
+			}
+		})
+		same, err := c.svc.st.UnchangedRecords(ctx, scope, writes, touch)
+		if err != nil {
+			return err
+		}
+		if len(same) > 0 {
+			writes, recs = dropUnchanged(writes, recs, same)
+		}
+	}
 	var (
 		mu      sync.Mutex
 		sealErr error
 	)
 	inParallel(len(recs), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			r := &recs[i]
+			r, w := &recs[i], &writes[i]
 			sealed, err := c.svc.cfg.Keyring.Seal(PurposeRecordPayload, r.payload)
 			if err != nil {
 				mu.Lock()
@@ -455,22 +500,42 @@ func (c *SyncContext) saveEncoded(ctx context.Context, scope RecordScope, recs [
 				mu.Unlock()
 				return
 			}
-			writes[i] = RecordWrite{ID: r.id, SealedPayload: sealed, Hash: HashPayload(r.payload)}
+			if w.ID == "" { // not hashed by the check
+				w.ID, w.Hash = r.id, HashPayload(r.payload)
+			}
+			w.SealedPayload = sealed
 		}
 	})
 	if sealErr != nil {
 		return sealErr
 	}
-	touch, err := c.touchFor(ctx, scope.Model)
-	if err != nil {
-		return err
-	}
-	res, err := c.svc.st.SaveRecords(ctx, scope, writes, c.svc.nowUTC(), touch)
-	if err != nil {
-		return err
+	var res SaveResult
+	if len(writes) > 0 {
+		if res, err = c.svc.st.SaveRecords(ctx, scope, writes, c.svc.nowUTC(), touch); err != nil {
+			return err
+		}
 	}
 	c.run.count(scope.Model, res)
+	c.run.saved(scope.Model, n, n-res.Added-res.Updated)
 	return nil
+}
+
+// dropUnchanged removes from writes and recs (parallel slices) the
+// records whose ids are in same, in place.
+func dropUnchanged(writes []RecordWrite, recs []encodedRecord, same []string) ([]RecordWrite, []encodedRecord) {
+	skip := make(map[string]struct{}, len(same))
+	for _, id := range same {
+		skip[id] = struct{}{}
+	}
+	k := 0
+	for i := range writes {
+		if _, ok := skip[writes[i].ID]; ok {
+			continue
+		}
+		writes[k], recs[k] = writes[i], recs[i]
+		k++
+	}
+	return writes[:k], recs[:k]
 }
 
 // PurposeRecordPayload is the purpose (associated data) records' payloads

@@ -80,6 +80,15 @@ func Writes(recs []functions.RecordWrite) ([]int, error) {
 	return order, nil
 }
 
+// ScopeWrites checks a scope and the records of one write to it (see
+// Scope and Writes) and returns Writes' order.
+func ScopeWrites(s functions.RecordScope, recs []functions.RecordWrite) ([]int, error) {
+	if err := Scope(s); err != nil {
+		return nil, err
+	}
+	return Writes(recs)
+}
+
 // IDs checks the ids of a lookup or a deletion (at most max of them when
 // max is above 0) and returns them sorted, without repeats. An id that no
 // record could have (empty, too long) is kept: it matches nothing.

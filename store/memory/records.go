@@ -71,10 +71,7 @@ func (d *data) ownScope(k recordScopeKey, create bool) *recordScope {
 // SaveRecords upserts recs in the scope (see functions.RecordStore).
 func (s *Store) SaveRecords(ctx context.Context, scope functions.RecordScope, recs []functions.RecordWrite, now time.Time, touch int64) (functions.SaveResult, error) {
 	var res functions.SaveResult
-	if err := recordcheck.Scope(scope); err != nil {
-		return res, err
-	}
-	order, err := recordcheck.Writes(recs)
+	order, err := recordcheck.ScopeWrites(scope, recs)
 	if err != nil {
 		return res, err
 	}
@@ -114,6 +111,41 @@ func (s *Store) SaveRecords(ctx context.Context, scope functions.RecordScope, re
 		sc.recs[w.ID] = &r
 	}
 	return res, nil
+}
+
+// UnchangedRecords returns the ids of recs stored with the same hash,
+// neither deleted nor pruned, and with touch marks them touched.
+func (s *Store) UnchangedRecords(ctx context.Context, scope functions.RecordScope, recs []functions.RecordWrite, touch int64) ([]string, error) {
+	order, err := recordcheck.ScopeWrites(scope, recs)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := []string{}
+	k := scopeKey(scope)
+	sc := s.d.recordScopes[k]
+	if sc == nil {
+		return out, nil
+	}
+	for _, i := range order {
+		w := &recs[i]
+		old := sc.recs[w.ID]
+		if old == nil || old.DeletedAt != nil || old.PrunedAt != nil || old.Hash != w.Hash {
+			continue
+		}
+		if touch != 0 && old.touched != touch {
+			sc = s.d.ownScope(k, false) // written: the transaction's own copy
+			c := *old
+			c.touched = touch
+			sc.recs[w.ID] = &c
+		}
+		out = append(out, w.ID)
+	}
+	return out, nil
 }
 
 // DeleteRecords soft-deletes the stored records of ids that are not

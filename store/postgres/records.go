@@ -132,6 +132,30 @@ func saveRecordsSQL(touch bool) string {
 var (
 	qSaveRecords        = newQuery(saveRecordsSQL(false))
 	qSaveRecordsTouched = newQuery(saveRecordsSQL(true))
+	// qUnchangedRecords selects which of the records $5 (ids) and $6
+	// (hashes) of the scope are stored with the same hash, neither
+	// deleted nor pruned. The lookup is a LATERAL subquery with a LIMIT so
+	// that each record is one probe of the primary key whatever the
+	// table's statistics say: a join of unnest, planned on a table just
+	// filled and not analysed yet, can scan the whole scope once per
+	// record.
+	qUnchangedRecords = newQuery(`SELECT u.external_id FROM unnest($5::text[], $6::text[]) AS u(external_id, hash),
+	LATERAL (SELECT 1 FROM {s}.records r
+		WHERE r.scope_id = ` + scopeID + ` AND r.external_id = u.external_id AND r.hash = u.hash
+		AND r.deleted_at IS NULL AND r.pruned_at IS NULL LIMIT 1) m`)
+	// qTouchUnchangedRecords does what qUnchangedRecords does in the scope
+	// $1 (locked by the caller) and marks the records it selects touched
+	// at $4.
+	qTouchUnchangedRecords = newQuery(`
+	WITH m AS MATERIALIZED (
+		SELECT u.external_id, m.touched FROM unnest($2::text[], $3::text[]) AS u(external_id, hash),
+		LATERAL (SELECT r.touched FROM {s}.records r
+			WHERE r.scope_id = $1 AND r.external_id = u.external_id AND r.hash = u.hash
+			AND r.deleted_at IS NULL AND r.pruned_at IS NULL LIMIT 1) m),
+	t AS (
+		UPDATE {s}.records r SET touched = $4 FROM m
+		WHERE r.scope_id = $1 AND r.external_id = m.external_id AND m.touched <> $4)
+	SELECT external_id FROM m`)
 	// qReserveSeqs locks the scope's row and reserves $5 Seq values:
 	// base + 1 to base + $5. No row when the scope has none.
 	qReserveSeqs = newQuery(`
@@ -229,10 +253,7 @@ func scopeArgs(sc functions.RecordScope) []any {
 // records leaves a gap.
 func (s *Store) SaveRecords(ctx context.Context, scope functions.RecordScope, recs []functions.RecordWrite, now time.Time, touch int64) (functions.SaveResult, error) {
 	var res functions.SaveResult
-	if err := recordcheck.Scope(scope); err != nil {
-		return res, err
-	}
-	order, err := recordcheck.Writes(recs)
+	order, err := recordcheck.ScopeWrites(scope, recs)
 	if err != nil {
 		return res, err
 	}
@@ -254,6 +275,51 @@ func (s *Store) SaveRecords(ctx context.Context, scope functions.RecordScope, re
 		return functions.SaveResult{}, dbErr(ctx, "save records", err, nil)
 	}
 	return res, nil
+}
+
+// UnchangedRecords returns the ids of recs stored with the same hash,
+// neither deleted nor pruned (see functions.RecordStore). With touch it
+// locks the scope, as SaveRecords does, and marks them touched.
+func (s *Store) UnchangedRecords(ctx context.Context, scope functions.RecordScope, recs []functions.RecordWrite, touch int64) ([]string, error) {
+	order, err := recordcheck.ScopeWrites(scope, recs)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	if len(recs) == 0 {
+		return out, nil
+	}
+	ids, hashes := make(textArray, len(recs)), make(textArray, len(recs))
+	for k, i := range order {
+		r := &recs[i]
+		ids[k], hashes[k] = &r.ID, &r.Hash
+	}
+	scan := func(ctx context.Context, q *query, args ...any) error {
+		rows, err := s.ext(ctx).QueryContext(ctx, s.text(q), args...)
+		if err != nil {
+			return dbErr(ctx, "unchanged records", err, nil)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return dbErr(ctx, "unchanged records", err, nil)
+			}
+			out = append(out, id)
+		}
+		return dbErr(ctx, "unchanged records", rows.Err(), nil)
+	}
+	if touch == 0 {
+		err = scan(ctx, qUnchangedRecords, append(scopeArgs(scope), ids, hashes)...)
+	} else {
+		err = s.withScope(ctx, "unchanged records", scope, 0, func(ctx context.Context, id, _ int64) error {
+			return scan(ctx, qTouchUnchangedRecords, id, ids, hashes, touch)
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // withScope runs fn in a transaction (the caller's, if any) once the

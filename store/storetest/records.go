@@ -37,6 +37,7 @@ var recordTests = []test{
 	{"Count", testRecordCount},
 	{"Prune", testRecordPrune},
 	{"DeleteUntouched", testRecordDeleteUntouched},
+	{"Unchanged", testRecordUnchanged},
 	{"DeleteAll", testRecordDeleteAll},
 	{"PruneStale", testRecordPruneStale},
 	{"DeleteOrphans", testRecordDeleteOrphans},
@@ -737,6 +738,53 @@ func testRecordDeleteUntouched(t *testing.T, s Store) {
 	wantErr(t, "DeleteUntouched with limit 0", err, store.ErrInvalid)
 }
 
+// testRecordUnchanged: UnchangedRecords selects the records a save would
+// leave unchanged (same hash, neither deleted nor pruned), writes nothing
+// without a generation, and with one touches them as a save would.
+func testRecordUnchanged(t *testing.T, s Store) {
+	ctx := t.Context()
+	e := newRecordEnv(t, s)
+	sc := e.scope("Issue")
+	unchanged := func(touch int64, recs ...functions.RecordWrite) []string {
+		t.Helper()
+		ids, err := s.UnchangedRecords(ctx, sc, recs, touch)
+		must(t, err)
+		return sorted(ids)
+	}
+	diff(t, "a scope without records", []string{}, unchanged(0, rw("a", "1")))
+	diff(t, "a scope without records, touching", []string{}, unchanged(3, rw("a", "1")))
+	diff(t, "the scope is still empty", []string{}, recIDs(allRecs(t, s, sc)))
+
+	saveRecs(t, s, sc, at(1), 0, rw("p", "1"))
+	saveRecs(t, s, sc, at(2), 1, rw("a", "1"), rw("b", "1"), rw("c", "1"), rw("d", "1"))
+	if n, _, err := s.PruneRecords(ctx, sc, 1<<62, 1, at(3)); err != nil || n != 1 {
+		t.Fatalf("PruneRecords: %d, %v; want p pruned", n, err)
+	}
+	deleteRecs(t, s, sc, at(4), "c")
+	before := allRecs(t, s, sc)
+	// a is the same; b changed; c is deleted; p is pruned; x is new. The
+	// hashes are compared per record: d's stored hash is x's new one.
+	got := unchanged(0, rw("x", "1"), rw("p", "1"), rw("c", "1"), rw("b", "2"), rw("a", "1"), functions.RecordWrite{ID: "d", Hash: "hash-2"})
+	diff(t, "unchanged", []string{"a"}, got)
+	diff(t, "records after asking", before, allRecs(t, s, sc))
+	diff(t, "no records given", []string{}, unchanged(0))
+
+	// With a generation, the unchanged ones are touched: DeleteUntouched
+	// spares them; Seqs and times do not change.
+	diff(t, "unchanged, touching at 2", []string{"a", "d"}, unchanged(2, rw("a", "1"), rw("d", "1"), rw("b", "2")))
+	diff(t, "unchanged, touching at 2 again", []string{"a", "d"}, unchanged(2, rw("a", "1"), rw("d", "1")))
+	diff(t, "records after touching", before, allRecs(t, s, sc))
+	ids, err := s.DeleteUntouched(ctx, sc, 2, 10, at(5))
+	must(t, err)
+	diff(t, "untouched since 2", []string{"b", "p"}, sorted(ids))
+
+	// Other scopes are not looked at.
+	other := e.scope("Pull")
+	ids, err = s.UnchangedRecords(ctx, other, []functions.RecordWrite{rw("a", "1")}, 0)
+	must(t, err)
+	diff(t, "another scope", []string{}, ids)
+}
+
 func testRecordDeleteAll(t *testing.T, s Store) {
 	ctx := t.Context()
 	e := newRecordEnv(t, s)
@@ -920,6 +968,8 @@ func testRecordInvalid(t *testing.T, s Store) {
 		wantErr(t, "DeleteUntouched, "+name, err, store.ErrInvalid)
 		_, err = s.DeleteAllRecords(ctx, bad, 10)
 		wantErr(t, "DeleteAllRecords, "+name, err, store.ErrInvalid)
+		_, err = s.UnchangedRecords(ctx, bad, []functions.RecordWrite{rw("a", "1")}, 0)
+		wantErr(t, "UnchangedRecords, "+name, err, store.ErrInvalid)
 	}
 	badWrites := map[string][]functions.RecordWrite{
 		"an empty id":          {rw("b", "1"), rw("", "1")},
@@ -939,6 +989,8 @@ func testRecordInvalid(t *testing.T, s Store) {
 	for name, recs := range badWrites {
 		_, err := s.SaveRecords(ctx, sc, recs, at(2), 0)
 		wantErr(t, "SaveRecords with "+name, err, store.ErrInvalid)
+		_, err = s.UnchangedRecords(ctx, sc, recs, 2)
+		wantErr(t, "UnchangedRecords with "+name, err, store.ErrInvalid)
 	}
 	tooMany := make([]string, functions.MaxRecordsPerBatch+1)
 	for i := range tooMany {
