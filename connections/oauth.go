@@ -418,8 +418,66 @@ func (ss *Sessions) authorizationURL(p *integrations.Provider, client *oauthClie
 		q.Set("code_challenge", oauth2.S256ChallengeFromVerifier(f.Secrets.CodeVerifier))
 		q.Set("code_challenge_method", "S256")
 	}
-	u.RawQuery = q.Encode()
-	return u.String(), nil
+	return writeAuthorizationURL(p, u, q), nil
+}
+
+// writeAuthorizationURL writes the authorization URL u with the query q as
+// the provider's options say (see integrations.OAuth2Options): empty
+// parameters left out, the scope written without form encoding, the
+// replacements applied to the query, the query put after a fragment.
+func writeAuthorizationURL(p *integrations.Provider, u *url.URL, q url.Values) string {
+	if p.AuthorizationURLSkipEmpty {
+		for k, vs := range q {
+			if !slices.ContainsFunc(vs, func(v string) bool { return v != "" }) {
+				delete(q, k)
+			}
+		}
+	}
+	var rawScope string
+	if p.SkipsEncoding(integrations.SkipEncodeScopes) {
+		rawScope = q.Get("scope")
+		q.Del("scope")
+	}
+	query := q.Encode()
+	if rawScope != "" {
+		if query != "" {
+			query += "&"
+		}
+		query += "scope=" + escapeQueryMinimal(rawScope)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.AuthorizationURLReplacements)) {
+		query = strings.Replace(query, k, p.AuthorizationURLReplacements[k], 1)
+	}
+	if p.AuthorizationURLFragment != "" {
+		u.RawQuery, u.Fragment, u.RawFragment = "", "", ""
+		s := u.String() + "#" + p.AuthorizationURLFragment
+		if query != "" {
+			s += "?" + query
+		}
+		return s
+	}
+	u.RawQuery = query
+	return u.String()
+}
+
+// escapeQueryMinimal escapes what a URL query cannot hold as it is
+// (control characters, space, double and single quotes, '#', '%', '&',
+// '<', '>', '+' and bytes beyond ASCII) and leaves the rest, ':' '/' ','
+// included, as a browser writes a query it is given.
+func escapeQueryMinimal(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"#%&<>'+", c) >= 0 {
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // checkPresetParams refuses the end user's user_scope and
@@ -731,7 +789,11 @@ func (ss *Sessions) notifyFailure(ctx context.Context, f *OAuthFlow, op string, 
 
 // finishOAuth2 exchanges the authorization code for tokens.
 func (ss *Sessions) finishOAuth2(ctx context.Context, p *integrations.Provider, client *oauthClient, cfg map[string]any, f *OAuthFlow, query url.Values) (*Credentials, error) {
-	code := query.Get("code")
+	codeParam := "code"
+	if p.AuthorizationCodeParamInCallback != "" {
+		codeParam = p.AuthorizationCodeParamInCallback
+	}
+	code := query.Get(codeParam)
 	if code == "" {
 		return nil, flowErr(FlowErrCallback, "The provider sent the end user back without an authorization code.")
 	}

@@ -568,7 +568,7 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 	for k, vs := range tq.form {
 		form[k] = vs
 	}
-	basic := p.TokenRequestAuthMethod == integrations.TokenAuthBasic
+	basic := p.ClientAuthInHeader()
 	if !basic && tq.clientID != "" {
 		form.Set("client_id", tq.clientID)
 		if tq.clientSecret != "" {
@@ -600,6 +600,9 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 		return nil, &RefreshError{Status: resp.StatusCode, Description: fmt.Sprintf("the token response is larger than %d bytes", MaxTokenResponseSize)}
 	}
 	tr, perr := ParseTokenResponse(resp.Header.Get("Content-Type"), body)
+	if perr == nil {
+		readTokenOptions(p, tr)
+	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	switch {
 	case tr != nil && tr.Error != "":
@@ -1009,6 +1012,53 @@ func ParseTokenResponse(contentType string, body []byte) (*TokenResponse, error)
 		}
 	}
 	return tr, nil
+}
+
+// readTokenOptions applies the provider's options on reading a token
+// response (see integrations.OAuth2Options): expires_in in milliseconds,
+// and the token under alternate_access_token_response_path when the
+// response has none at the top level.
+func readTokenOptions(p *integrations.Provider, tr *TokenResponse) {
+	ms := p.ExpiresInUnit == integrations.ExpiresInMilliseconds
+	if ms {
+		tr.ExpiresIn = parseExpiresInMillis(tr.Raw["expires_in"])
+	}
+	path := p.AlternateAccessTokenResponsePath
+	if tr.AccessToken != "" || path == "" {
+		return
+	}
+	v, _ := lookupPath(tr.Raw, path)
+	switch alt := v.(type) {
+	case string:
+		tr.AccessToken = alt
+	case map[string]any:
+		tr.AccessToken, _ = alt["access_token"].(string)
+		if rt, _ := alt["refresh_token"].(string); rt != "" {
+			tr.RefreshToken = rt
+		}
+		if _, has := alt["expires_in"]; has {
+			if ms {
+				tr.ExpiresIn = parseExpiresInMillis(alt["expires_in"])
+			} else {
+				tr.ExpiresIn = parseExpiresIn(alt["expires_in"])
+			}
+		}
+	}
+}
+
+// parseExpiresInMillis is parseExpiresIn of a number of milliseconds.
+func parseExpiresInMillis(v any) time.Duration {
+	switch x := v.(type) {
+	case float64:
+		v = x / 1000
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return 0
+		}
+		v = f / 1000
+	}
+	return parseExpiresIn(v)
 }
 
 func parseExpiresIn(v any) time.Duration {

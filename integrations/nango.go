@@ -184,6 +184,7 @@ type nangoEntry struct {
 	Proxy                  *nangoProxy `yaml:"proxy"`
 	ConnectionConfig       nFields     `yaml:"connection_config"`
 	Credentials            nFields     `yaml:"credentials"`
+	nangoOAuth2Options     `yaml:",inline"`
 }
 
 type nangoProxy struct {
@@ -270,6 +271,7 @@ func (e *nangoEntry) provider(key string) *Provider {
 		TokenExpirationBuffer:  int(e.TokenExpirationBuffer),
 		ConnectionConfig:       e.ConnectionConfig,
 		Credentials:            e.Credentials,
+		OAuth2Options:          e.nangoOAuth2Options.options(),
 	}
 	if x := e.Proxy; x != nil {
 		p.Proxy = &Proxy{

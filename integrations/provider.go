@@ -200,6 +200,10 @@ type Provider struct {
 	// and matched to a connection. Nil when not described.
 	WebhookRouting *WebhookRouting `yaml:"webhook_routing,omitempty" json:"webhook_routing,omitempty"`
 
+	// OAuth2Options are the details of the OAuth 2 flows (see
+	// OAuth2Options); their keys sit at the top level.
+	OAuth2Options `yaml:",inline"`
+
 	// aliasResolved records that Alias has already been applied, so a
 	// catalogue does not apply it a second time.
 	aliasResolved bool
@@ -492,6 +496,7 @@ func (p *Provider) Clone() *Provider {
 	c.ConnectionConfig = maps.Clone(p.ConnectionConfig)
 	c.Credentials = maps.Clone(p.Credentials)
 	c.WebhookRouting = p.WebhookRouting.clone()
+	c.OAuth2Options = p.OAuth2Options.clone()
 	return &c
 }
 
@@ -605,6 +610,7 @@ func inherit(base, over *Provider) *Provider {
 	if o.WebhookRouting != nil {
 		p.WebhookRouting = o.WebhookRouting
 	}
+	p.OAuth2Options = p.OAuth2Options.inherit(o.OAuth2Options)
 	return p
 }
 
@@ -690,6 +696,7 @@ func (v *validator) check() {
 	if strings.TrimSpace(p.DisplayName) == "" {
 		v.addf("display_name", "missing")
 	}
+	p.OAuth2Options.check(v)
 	switch {
 	case p.AuthMode == "":
 		v.addf("auth_mode", "missing")
@@ -1185,6 +1192,7 @@ type APIProvider struct {
 	Proxy                  *Proxy               `json:"proxy,omitempty"`
 	ConnectionConfig       map[string]FieldSpec `json:"connection_config,omitempty"`
 	Credentials            map[string]FieldSpec `json:"credentials,omitempty"`
+	OAuth2Options
 }
 
 // API returns the wire form of p. It shares nothing with p. Webhook routing
@@ -1222,5 +1230,6 @@ func (p *Provider) API() APIProvider {
 		Proxy:                  c.Proxy,
 		ConnectionConfig:       c.ConnectionConfig,
 		Credentials:            c.Credentials,
+		OAuth2Options:          c.OAuth2Options,
 	}
 }
