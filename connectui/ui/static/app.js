@@ -57,6 +57,11 @@
             docs: 'How do I find these?',
             docsField: 'Help',
             apiKey: 'API key',
+            organizationId: 'Organization ID',
+            devKey: 'Developer key',
+            tokenId: 'Token ID',
+            tokenSecret: 'Token secret',
+            roleArn: 'IAM role ARN',
             username: 'Username',
             password: 'Password',
             clientId: 'OAuth client ID',
@@ -94,6 +99,11 @@
             docs: 'Où trouver ces informations ?',
             docsField: 'Aide',
             apiKey: 'Clé d’API',
+            organizationId: 'ID de l’organisation',
+            devKey: 'Clé de développeur',
+            tokenId: 'ID du jeton',
+            tokenSecret: 'Secret du jeton',
+            roleArn: 'ARN du rôle IAM',
             username: 'Nom d’utilisateur',
             password: 'Mot de passe',
             clientId: 'Identifiant client OAuth',
@@ -482,12 +492,29 @@
         );
     }
 
-    var POPUP_MODES = ['OAUTH2', 'OAUTH1', 'APP'];
+    // The modes connected in a popup (the OAuth flows, app and plugin
+    // installations) and those connected with one POST, at the paths
+    // @nangohq/frontend uses.
+    var POPUP_MODES = ['OAUTH2', 'OAUTH1', 'APP', 'CUSTOM', 'MCP_OAUTH2', 'MCP_OAUTH2_GENERIC', 'INSTALL_PLUGIN'];
     var POST_PATHS = {
         API_KEY: '/api-auth/api-key/',
         BASIC: '/api-auth/basic/',
         OAUTH2_CC: '/oauth2/auth/',
         NONE: '/auth/unauthenticated/',
+        TWO_STEP: '/auth/two-step/',
+        JWT: '/auth/jwt/',
+        SIGNATURE: '/auth/signature/',
+        BILL: '/auth/bill/',
+        TBA: '/auth/tba/',
+        AWS_SIGV4: '/auth/aws-sigv4/',
+    };
+    // The credentials of a POST mode when the provider declares none (the
+    // modes whose fields the route fixes), as [key, label key, secret].
+    var MODE_CREDENTIALS = {
+        SIGNATURE: [['username', 'username', false], ['password', 'password', true]],
+        BILL: [['username', 'username', false], ['password', 'password', true], ['organization_id', 'organizationId', false], ['dev_key', 'devKey', true]],
+        TBA: [['token_id', 'tokenId', false], ['token_secret', 'tokenSecret', true]],
+        AWS_SIGV4: [['role_arn', 'roleArn', false]],
     };
 
     // fieldsFor lists the inputs an integration needs: the provider's
@@ -537,6 +564,30 @@
             case 'OAUTH2_CC':
                 cred('client_id', t('clientId'), false);
                 cred('client_secret', t('clientSecret'), true);
+                break;
+            case 'TWO_STEP':
+            case 'JWT':
+            case 'SIGNATURE':
+            case 'BILL':
+            case 'TBA':
+            case 'AWS_SIGV4':
+                // The route fixes the fields of some modes; the provider's
+                // credentials schema describes them (and the others').
+                var fixed = MODE_CREDENTIALS[mode] || [];
+                fixed.forEach(function (c) {
+                    cred(c[0], t(c[1]), c[2]);
+                });
+                Object.keys(creds)
+                    .filter(function (k) {
+                        var spec = creds[k] || {};
+                        return !spec.automated && !fixed.some(function (c) { return c[0] === k; });
+                    })
+                    .sort(function (a, b) {
+                        return ((creds[a] || {}).order || 0) - ((creds[b] || {}).order || 0) || (a < b ? -1 : a > b ? 1 : 0);
+                    })
+                    .forEach(function (k) {
+                        cred(k, k, false);
+                    });
                 break;
             default:
                 if (POPUP_MODES.indexOf(mode) >= 0 && defaults.oauth_client_id_override === '' && defaults.oauth_client_secret_override === '') {
@@ -744,15 +795,40 @@
         return err.message || err.code || t('loadFailed');
     }
 
-    // runPost connects an API key, Basic, client-credentials or
-    // unauthenticated integration with one POST, as @nangohq/frontend does.
+    // postBody is the JSON body of a mode's POST, shaped as
+    // @nangohq/frontend sends it: TWO_STEP, JWT and SIGNATURE carry their
+    // type; AWS_SIGV4 carries the role and the region the end user gave.
+    function postBody(provider, values) {
+        var mode = provider.auth_mode;
+        if (mode === 'NONE') {
+            return undefined;
+        }
+        var body = {};
+        Object.keys(values.credential).forEach(function (k) {
+            body[k] = values.credential[k];
+        });
+        switch (mode) {
+            case 'TWO_STEP':
+            case 'JWT':
+            case 'SIGNATURE':
+                body.type = mode;
+                break;
+            case 'AWS_SIGV4':
+                if (values.param.region) {
+                    body.region = values.param.region;
+                }
+                break;
+        }
+        return body;
+    }
+
+    // runPost connects an integration of a POST mode (API key, Basic,
+    // client credentials, unauthenticated, two-step, JWT, signature, Bill,
+    // TBA, AWS SigV4) with one POST, as @nangohq/frontend does.
     function runPost(it, provider, values, ui) {
         var gen = state.generation;
         ui.busy('');
-        var body;
-        if (provider.auth_mode !== 'NONE') {
-            body = values.credential;
-        }
+        var body = postBody(provider, values);
         request('POST', POST_PATHS[provider.auth_mode] + encodeURIComponent(it.unique_key), { bearer: false, query: paramsQuery(values), body: body }).then(
             function (res) {
                 if (gen !== state.generation) {
