@@ -288,7 +288,7 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 		return nil
 	}
 	vf := p.Proxy.Verification
-	vars := integrations.TemplateVars{ConnectionConfig: cfg, APIKey: creds.APIKey, Credentials: map[string]string{}}
+	vars := integrations.TemplateVars{ConnectionConfig: cfg, APIKey: creds.APIKey, Credentials: map[string]string{}, Raw: creds.Raw}
 	switch creds.Type {
 	case integrations.AuthModeAPIKey:
 		vars.Credentials["apiKey"] = creds.APIKey
@@ -306,19 +306,13 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 	if err != nil {
 		return urlTemplateError(err, "the provider's base URL")
 	}
-	header := http.Header{}
-	for _, k := range slices.Sorted(maps.Keys(p.Proxy.Headers)) {
-		if v, err := integrations.Interpolate(p.Proxy.Headers[k], vars); err == nil {
-			header.Set(k, v)
+	// The headers are computed for each request: a signature covers its
+	// method, URL and body, a date or nonce is its own.
+	headerTmpls := [][2]string{}
+	for _, m := range []map[string]string{p.Proxy.Headers, vf.Headers} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			headerTmpls = append(headerTmpls, [2]string{k, m[k]})
 		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(vf.Headers)) {
-		if v, err := integrations.Interpolate(vf.Headers[k], vars); err == nil {
-			header.Set(k, v)
-		}
-	}
-	if creds.Type == integrations.AuthModeBasic && header.Get("Authorization") == "" {
-		header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(creds.Username+":"+creds.Password)))
 	}
 	query := url.Values{}
 	for _, k := range slices.Sorted(maps.Keys(p.Proxy.Query)) {
@@ -348,7 +342,22 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 		if err != nil {
 			return validationFailed("The provider's verification request cannot be built.")
 		}
-		req.Header = header.Clone()
+		path, _, _ := strings.Cut(ep, "?")
+		rv := vars.Stable()
+		rv.Request = &integrations.TemplateRequest{Method: method, URL: req.URL, Endpoint: path}
+		for _, h := range headerTmpls {
+			v, err := integrations.Interpolate(h[1], rv)
+			var fe *integrations.FunctionError
+			switch {
+			case errors.As(err, &fe):
+				return validationFailed("The provider's header %s cannot be computed: %s: %s.", h[0], fe.Function, fe.Problem)
+			case err == nil:
+				req.Header.Set(h[0], v)
+			}
+		}
+		if creds.Type == integrations.AuthModeBasic && req.Header.Get("Authorization") == "" {
+			req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(creds.Username+":"+creds.Password)))
+		}
 		req.Header.Set("Accept", "application/json")
 		resp, err := ss.cfg.HTTPClient.Do(req)
 		if err != nil {

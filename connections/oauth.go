@@ -364,6 +364,7 @@ func (ss *Sessions) authorizationURL(p *integrations.Provider, client *oauthClie
 	if p.AuthorizationURL == "" {
 		return "", flowErr(FlowErrProviderConfig, "The provider %q has no authorization URL.", p.Name)
 	}
+	vars = vars.Stable() // one ${now} and one ${random} (a nonce) for the URL
 	u, err := p.RenderURL(p.AuthorizationURL, vars)
 	if err != nil {
 		return "", flowURLError(err, p, "the authorization URL")

@@ -506,10 +506,11 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 		return nil, err
 	}
 	tq := tokenRequest{
-		provider:     p,
-		endpoint:     p.TokenURL,
-		params:       p.TokenParams,
-		vars:         integrations.TemplateVars{ConnectionConfig: stringMap(c.ConnectionConfig), ClientID: clientID, ClientSecret: clientSecret},
+		provider: p,
+		endpoint: p.TokenURL,
+		params:   p.TokenParams,
+		vars: integrations.TemplateVars{ConnectionConfig: stringMap(c.ConnectionConfig), ClientID: clientID, ClientSecret: clientSecret,
+			Raw: creds.Raw, Extra: map[string]any{"refresh_token": creds.RefreshToken}},
 		form:         url.Values{"grant_type": {grant}},
 		clientID:     clientID,
 		clientSecret: clientSecret,
@@ -550,6 +551,12 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 		return nil, tokenURLError(err, "")
 	}
 	endpoint := tu.String()
+	// One ${now} and one ${random} for the whole request (a JWT's iat
+	// and exp, a nonce); ${method}, ${host}, ${path} are the token
+	// request's.
+	vars := tq.vars.Stable()
+	vars.Request = &integrations.TemplateRequest{Method: http.MethodPost, URL: tu, Endpoint: tu.EscapedPath(),
+		ContentType: "application/x-www-form-urlencoded"}
 	form := url.Values{}
 	for _, k := range slices.Sorted(maps.Keys(tq.params)) {
 		if _, own := tq.form[k]; own {
@@ -559,7 +566,7 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 		case "grant_type", "refresh_token", "client_id", "client_secret", "code", "code_verifier", "redirect_uri":
 			continue
 		}
-		v, err := integrations.Interpolate(tq.params[k], tq.vars)
+		v, err := integrations.Interpolate(tq.params[k], vars)
 		if err != nil {
 			return nil, &RefreshError{Description: fmt.Sprintf("the token request parameter %q cannot be built for this connection", k), Err: err}
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -166,17 +165,21 @@ var placeholderOrigin = regexp.MustCompile(`^\$\{connectionConfig\.[A-Za-z0-9_.-
 // checkHTTPS reports a problem when an alternative of a URL template is not
 // an https URL.
 func checkHTTPS(tmpl string) error {
-	for _, alt := range alternatives(tmpl) {
-		if placeholderOrigin.MatchString(alt) {
+	t, err := ParseTemplate(tmpl)
+	if err != nil {
+		return err
+	}
+	for _, alt := range t.alts {
+		src := altSource(alt)
+		if placeholderOrigin.MatchString(src) {
 			continue
 		}
-		if !strings.HasPrefix(alt, "https://") {
-			return fmt.Errorf("%q is not https", alt)
+		if !strings.HasPrefix(src, "https://") {
+			return fmt.Errorf("%q is not https", src)
 		}
-		filled, _ := expand(alt, func(string) (string, bool) { return "x", true })
-		u, err := url.Parse(filled)
-		if err != nil || u.Scheme != "https" || u.Host == "" || strings.ContainsAny(filled, " \t") {
-			return fmt.Errorf("%q does not parse as an https URL", alt)
+		a, err := analyze(alt, false)
+		if err != nil || a.scheme != "https" || a.host == "" || strings.ContainsAny(src, " \t") {
+			return fmt.Errorf("%q does not parse as an https URL", src)
 		}
 	}
 	return nil
@@ -480,7 +483,9 @@ func TestNewCatalogErrors(t *testing.T) {
 			"proxy.base_url", `connection_config does not declare "subdomain"`},
 		{"undeclared credential", []*Provider{mod(func(p *Provider) { p.Proxy.Headers = map[string]string{"X-Key": "${credentials.secret}"} })},
 			"proxy.headers.X-Key", `credentials does not declare "secret"`},
-		{"unknown variable", []*Provider{mod(func(p *Provider) { p.TokenURL = "https://acme.example/${now}" })}, "token_url", `unknown variable "now"`},
+		{"unknown variable", []*Provider{mod(func(p *Provider) { p.TokenURL = "https://acme.example/${nope}" })}, "token_url", `unknown variable "nope"`},
+		{"unknown function", []*Provider{mod(func(p *Provider) { p.Proxy.Headers = map[string]string{"X-Sig": "${md5(${apiKey})}"} })},
+			"proxy.headers.X-Sig", `unknown function "md5"`},
 		{"unterminated placeholder", []*Provider{mod(func(p *Provider) { p.AuthorizationParams = map[string]string{"a": "${apiKey"} })},
 			"authorization_params.a", "unterminated"},
 		{"relative url", []*Provider{mod(func(p *Provider) { p.TokenURL = "/token" })}, "token_url", "not an absolute http(s) URL"},
@@ -647,7 +652,9 @@ func TestInterpolate(t *testing.T) {
 		{tmpl: "${ apiKey}", vars: &TemplateVars{}, missing: []string{"apiKey"}},
 		{tmpl: "a ${apiKey", wantErr: "unterminated"},
 		{tmpl: "${}", wantErr: "empty placeholder"},
-		{tmpl: "${now:YYYY}", wantErr: `unknown variable "now:YYYY"`},
+		{tmpl: "${now+1}", wantErr: "needs a unit"},
+		{tmpl: "${now:YYYY${apiKey}}", wantErr: `cannot hold "${"`},
+		{tmpl: "${sha256Hex(a, b)}", wantErr: "sha256Hex takes 1 argument, not 2"},
 		{tmpl: "${connectionConfig.}", wantErr: "bad placeholder"},
 		{tmpl: "ok || ${nope}", wantErr: `unknown variable "nope"`},
 		{tmpl: "value with ${apiKey} inside ${apiKey}", want: "value with sk-1 inside sk-1"},

@@ -51,9 +51,15 @@ func (e *UnsafeValueError) Error() string {
 	return fmt.Sprintf("integrations: the value of ${%s} cannot be used in the %s of the URL: %s", e.Name, e.Position, e.Reason)
 }
 
-// slot is one placeholder occurrence in an alternative of a URL template.
+// PositionPort: the port ("https://${connectionConfig.host}:${connectionConfig.port}").
+const PositionPort = "port"
+
+// slot is one expression of an alternative of a URL template.
 type slot struct {
+	// name is the variable ("connectionConfig.subdomain"), or the
+	// expression without "${" and "}" when it is not a variable.
 	name string
+	node *node
 	pos  string
 	// pinned: a host placeholder followed, in the host, by a fixed domain
 	// of at least two labels (".zendesk.com"): whatever its value, the
@@ -64,73 +70,115 @@ type slot struct {
 	// lastLabel: the placeholder ends the host (its value ends the top
 	// label).
 	lastLabel bool
-	// host is the host with this placeholder as "%s" and the others as
+	// host is the host with this placeholder as "\x00" and the others as
 	// "x": filled with the value, it must be a host name.
 	host string
 }
 
-// analyzed is an alternative of a URL template with its placeholders
+// analyzed is an alternative of a URL template with its expressions
 // located.
 type analyzed struct {
-	alt   string
+	alt   []node
 	slots []slot
-	// host is the host of the alternative with each placeholder replaced by
-	// marker(i); origin is whether the first placeholder is the origin.
+	// host is the host of the alternative with each expression replaced by
+	// marker(i); origin is whether the first expression is the origin.
 	host   string
 	origin bool
+	// port is the port with each expression as marker(i), when an
+	// expression is in it.
+	port string
+	// scheme is the alternative's scheme (of the origin stand-in when the
+	// origin is an expression).
+	scheme string
 }
 
 const originStandIn = "https://origin.invalid"
 
 func marker(i int) string { return "zqph" + strconv.Itoa(i) + "hpqz" }
 
-// markAlternative replaces each placeholder occurrence of alt by its marker
+// markAlternative writes alt with each expression replaced by its marker
 // (the first by originStandIn when origin is set and alt starts with it)
-// and returns the names in order.
-func markAlternative(alt string, origin bool) (string, []string) {
+// and returns the expressions in order.
+func markAlternative(alt []node, origin bool) (string, []*node) {
 	var b strings.Builder
-	var names []string
-	rest := alt
-	for {
-		i := strings.Index(rest, "${")
-		if i < 0 {
-			b.WriteString(rest)
-			return b.String(), names
+	var exprs []*node
+	for i := range alt {
+		n := &alt[i]
+		if n.kind == nodeLiteral {
+			b.WriteString(n.text)
+			continue
 		}
-		b.WriteString(rest[:i])
-		rest = rest[i+2:]
-		j := strings.IndexByte(rest, '}')
-		if j < 0 {
-			b.WriteString("${" + rest)
-			return b.String(), names
-		}
-		name := strings.TrimSpace(rest[:j])
-		rest = rest[j+1:]
-		if origin && len(names) == 0 && b.Len() == 0 {
+		if origin && len(exprs) == 0 && b.Len() == 0 {
 			b.WriteString(originStandIn)
 		} else {
-			b.WriteString(marker(len(names)))
+			b.WriteString(marker(len(exprs)))
 		}
-		names = append(names, name)
+		exprs = append(exprs, n)
 	}
+	return b.String(), exprs
 }
 
-// analyze locates the placeholders of one alternative of a URL template
+// slotName is the name an expression goes by in errors.
+func slotName(n *node) string {
+	if n.kind == nodeVar {
+		return n.text
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(n.src, "${"), "}")
+}
+
+// splitPort finds the port of an absolute URL's authority in s: the text
+// after the host's ':' up to the path, query or fragment, with its
+// offsets.
+func splitPort(s string) (start, end int, ok bool) {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return 0, 0, false
+	}
+	a := i + 3
+	e := len(s)
+	if j := strings.IndexAny(s[a:], "/?#"); j >= 0 {
+		e = a + j
+	}
+	hp := a
+	if k := strings.LastIndexByte(s[a:e], '@'); k >= 0 {
+		hp = a + k + 1
+	}
+	h := hp
+	if strings.HasPrefix(s[hp:e], "[") {
+		k := strings.IndexByte(s[hp:e], ']')
+		if k < 0 {
+			return 0, 0, false
+		}
+		h = hp + k
+	}
+	k := strings.IndexByte(s[h:e], ':')
+	if k < 0 {
+		return 0, 0, false
+	}
+	return h + k + 1, e, true
+}
+
+// analyze locates the expressions of one alternative of a URL template
 // (absolute, or relative to a base when relative is true).
-func analyze(alt string, relative bool) (*analyzed, error) {
-	marked, names := markAlternative(alt, !relative)
-	a := &analyzed{alt: alt, origin: !relative && len(names) > 0 && strings.HasPrefix(alt, "${")}
+func analyze(alt []node, relative bool) (*analyzed, error) {
+	marked, exprs := markAlternative(alt, !relative)
+	a := &analyzed{alt: alt, origin: !relative && len(exprs) > 0 && len(alt) > 0 && alt[0].kind != nodeLiteral}
 	if relative {
 		marked = "https://base.invalid/" + strings.TrimLeft(marked, "/")
 	}
+	if ps, pe, ok := splitPort(marked); ok && strings.Contains(marked[ps:pe], "zqph") {
+		a.port = marked[ps:pe]
+		marked = marked[:ps] + "1" + marked[pe:]
+	}
 	u, err := url.Parse(marked)
 	if err != nil {
-		return nil, fmt.Errorf("integrations: URL template %q: %w", alt, err)
+		return nil, fmt.Errorf("integrations: URL template %q: %w", marked, err)
 	}
+	a.scheme = u.Scheme
 	a.host = u.Hostname()
 	host := a.host
 	lastMarker := -1
-	for i := range names {
+	for i := range exprs {
 		if k := strings.LastIndex(host, marker(i)); k >= 0 {
 			lastMarker = max(lastMarker, k+len(marker(i)))
 		}
@@ -142,12 +190,8 @@ func analyze(alt string, relative bool) (*analyzed, error) {
 			pinned = strings.Contains(after, ".") && !strings.Contains(after, "..") && !strings.HasSuffix(after, ".")
 		}
 	}
-	userinfo := ""
-	if u.User != nil {
-		userinfo = u.User.String()
-	}
-	for i, n := range names {
-		s := slot{name: n}
+	for i, n := range exprs {
+		s := slot{name: slotName(n), node: n}
 		m := marker(i)
 		switch {
 		case i == 0 && a.origin:
@@ -158,16 +202,16 @@ func analyze(alt string, relative bool) (*analyzed, error) {
 			s.wholeHost = host == m
 			s.lastLabel = strings.HasSuffix(host, m)
 			h := strings.ReplaceAll(host, m, "\x00")
-			for j := range names {
+			for j := range exprs {
 				h = strings.ReplaceAll(h, marker(j), "x")
 			}
 			s.host = h
+		case strings.Contains(a.port, m):
+			s.pos = PositionPort
 		case strings.Contains(u.EscapedPath(), m):
 			s.pos = PositionPath
 		case strings.Contains(u.RawQuery, m):
 			s.pos = PositionQuery
-		case strings.Contains(userinfo, m), strings.Contains(u.Scheme, m), strings.Contains(u.Fragment, m):
-			s.pos = PositionOther
 		default:
 			s.pos = PositionOther
 		}
@@ -209,6 +253,10 @@ func checkValue(s slot, v string, spec *FieldSpec) string {
 	case PositionPath:
 		if strings.ContainsAny(v, `/\?#%`) || v == "." || v == ".." {
 			return `must be one path segment: no '/', '\', '?', '#' or '%', and not "." or ".."`
+		}
+	case PositionPort:
+		if v == "" || strings.Trim(v, "0123456789") != "" || len(v) > 5 {
+			return "must be a port: 1 to 5 digits"
 		}
 	case PositionQuery:
 		if strings.ContainsAny(v, `&#%\`) {
@@ -300,9 +348,9 @@ func IsHostname(s string) bool {
 
 // unsafe builds the error of a slot.
 func unsafe(s slot, reason string) *UnsafeValueError {
-	key, _ := strings.CutPrefix(s.name, "connectionConfig.")
-	if !strings.HasPrefix(s.name, "connectionConfig.") {
-		key = ""
+	key := ""
+	if s.node.kind == nodeVar && s.node.root == rootConfig {
+		key = strings.TrimPrefix(s.name, "connectionConfig.")
 	}
 	return &UnsafeValueError{Name: s.name, Key: key, Position: s.pos, Reason: reason}
 }
@@ -343,7 +391,7 @@ func (p *Provider) spec(name string) *FieldSpec {
 // wherever they come from (the end user, the backend, the provider or an
 // older row), so a bad stored value cannot redirect a request either.
 func (p *Provider) RenderURL(tmpl string, vars TemplateVars) (*url.URL, error) {
-	raw, a, err := p.render(tmpl, vars, false)
+	raw, a, values, err := p.render(tmpl, vars, false)
 	if err != nil {
 		return nil, err
 	}
@@ -353,15 +401,26 @@ func (p *Provider) RenderURL(tmpl string, vars TemplateVars) (*url.URL, error) {
 	}
 	// The host must be the one the checked values make.
 	want := a.host
+	port := a.port
 	for i, s := range a.slots {
-		if s.pos == PositionHost {
-			v, _ := vars.lookup(s.name)
-			want = strings.ReplaceAll(want, marker(i), v)
+		switch s.pos {
+		case PositionHost:
+			want = strings.ReplaceAll(want, marker(i), values[i])
+		case PositionPort:
+			port = strings.ReplaceAll(port, marker(i), values[i])
+		}
+	}
+	if a.port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || u.Port() != port {
+			for _, s := range a.slots {
+				if s.pos == PositionPort {
+					return nil, unsafe(s, "must make a port from 1 to 65535")
+				}
+			}
 		}
 	}
 	if a.origin {
-		v, _ := vars.lookup(a.slots[0].name)
-		ou, err := url.Parse(v)
+		ou, err := url.Parse(values[0])
 		if err != nil {
 			return nil, unsafe(a.slots[0], "must be an absolute http or https URL")
 		}
@@ -380,24 +439,46 @@ func (p *Provider) RenderURL(tmpl string, vars TemplateVars) (*url.URL, error) {
 // verification endpoint, "/users/${connectionConfig.user}") with the
 // checks of RenderURL for the path and query.
 func (p *Provider) RenderPath(tmpl string, vars TemplateVars) (string, error) {
-	raw, _, err := p.render(tmpl, vars, true)
+	raw, _, _, err := p.render(tmpl, vars, true)
 	return raw, err
 }
 
-// render picks the first alternative whose placeholders all have values,
-// checks the values and fills it in.
-func (p *Provider) render(tmpl string, vars TemplateVars, relative bool) (string, *analyzed, error) {
-	if _, err := Placeholders(tmpl); err != nil {
-		return "", nil, err
+// render picks the first alternative whose values are all present, checks
+// the values and fills it in. It returns the alternative's analysis and
+// the value of each of its expressions.
+func (p *Provider) render(tmpl string, vars TemplateVars, relative bool) (string, *analyzed, []string, error) {
+	t, err := parseCached(tmpl)
+	if err != nil {
+		return "", nil, nil, err
 	}
+	if t.perRequest && (vars.Now == nil || vars.Random == nil) {
+		vars = vars.Stable()
+	}
+	e := evaluator{t: t, vars: &vars}
 	var missing []string
-	for _, alt := range alternatives(tmpl) {
-		out, miss := expand(alt, func(name string) (string, bool) {
-			val, _ := vars.lookup(name)
-			return val, val != ""
-		})
-		if len(miss) > 0 {
-			for _, m := range miss {
+	for _, alt := range t.alts {
+		e.missing = e.missing[:0]
+		var out strings.Builder
+		var values []string
+		var failed error
+		for i := range alt {
+			n := &alt[i]
+			if n.kind == nodeLiteral {
+				out.WriteString(n.text)
+				continue
+			}
+			var b strings.Builder
+			if err := e.node(&b, n); err != nil {
+				if !errors.Is(err, errMissing) {
+					return "", nil, nil, err
+				}
+				failed = err
+			}
+			values = append(values, b.String())
+			out.WriteString(b.String())
+		}
+		if failed != nil {
+			for _, m := range e.missing {
 				if !slices.Contains(missing, m) {
 					missing = append(missing, m)
 				}
@@ -406,17 +487,32 @@ func (p *Provider) render(tmpl string, vars TemplateVars, relative bool) (string
 		}
 		a, err := analyze(alt, relative)
 		if err != nil {
-			return "", nil, err
+			return "", nil, nil, fmt.Errorf("integrations: URL template %q does not parse as a URL", tmpl)
 		}
-		for _, s := range a.slots {
-			v, _ := vars.lookup(s.name)
-			if reason := checkValue(s, v, p.spec(s.name)); reason != "" {
-				return "", nil, unsafe(s, reason)
+		for i, s := range a.slots {
+			if reason := checkValue(s, values[i], p.slotSpec(s)); reason != "" {
+				return "", nil, nil, unsafe(s, reason)
 			}
 		}
-		return out, a, nil
+		return out.String(), a, values, nil
 	}
-	return "", nil, &MissingValueError{Template: tmpl, Names: missing}
+	return "", nil, nil, &MissingValueError{Template: tmpl, Names: missing}
+}
+
+// slotSpec is the connection config field of a slot that is a
+// connectionConfig variable.
+func (p *Provider) slotSpec(s slot) *FieldSpec {
+	if s.node.kind != nodeVar || s.node.root != rootConfig {
+		return nil
+	}
+	return p.spec(s.name)
+}
+
+// exprNames are the variables an expression uses.
+func exprNames(n *node) []string {
+	t := &Template{}
+	t.collect([]node{*n})
+	return t.names
 }
 
 // urlTemplates are the provider's URL templates by field, and its relative
@@ -464,17 +560,21 @@ func (p *Provider) CheckURLValues(config map[string]string) error {
 		all = append(all, tmpl{t, true})
 	}
 	for _, t := range all {
-		if _, err := Placeholders(t.t); err != nil {
+		pt, err := parseCached(t.t)
+		if err != nil {
 			continue // a malformed template fails when it is rendered
 		}
-		for _, alt := range alternatives(t.t) {
+		for _, alt := range pt.alts {
 			a, err := analyze(alt, t.relative)
 			if err != nil {
 				continue
 			}
 			for _, s := range a.slots {
-				k, ok := strings.CutPrefix(s.name, "connectionConfig.")
-				if !ok || config[k] == "" {
+				if s.node.kind != nodeVar || s.node.root != rootConfig {
+					continue
+				}
+				k := strings.TrimPrefix(s.name, "connectionConfig.")
+				if config[k] == "" {
 					continue
 				}
 				if reason := checkValue(s, config[k], p.spec(s.name)); reason != "" {
@@ -510,21 +610,24 @@ func (p *Provider) SecretHostKeys() []string {
 		if t == "" {
 			continue
 		}
-		if _, err := Placeholders(t); err != nil {
+		pt, err := parseCached(t)
+		if err != nil {
 			continue
 		}
-		for _, alt := range alternatives(t) {
+		for _, alt := range pt.alts {
 			a, err := analyze(alt, false)
 			if err != nil {
 				continue
 			}
 			for _, s := range a.slots {
-				k, ok := strings.CutPrefix(s.name, "connectionConfig.")
-				if !ok || slices.Contains(keys, k) {
+				if s.pos != PositionOrigin && (s.pos != PositionHost || s.pinned) {
 					continue
 				}
-				if s.pos == PositionOrigin || (s.pos == PositionHost && !s.pinned) {
-					keys = append(keys, k)
+				for _, n := range exprNames(s.node) {
+					k, ok := strings.CutPrefix(n, "connectionConfig.")
+					if ok && !slices.Contains(keys, k) {
+						keys = append(keys, k)
+					}
 				}
 			}
 		}

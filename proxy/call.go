@@ -40,6 +40,12 @@ type call struct {
 	// noFollow: redirects are returned, not followed (Client transport).
 	noFollow bool
 
+	// endpoint is the endpoint asked for, without its query: ${endpoint}.
+	endpoint string
+	// body is the request body when it is kept in memory (bodyKept).
+	body     []byte
+	bodyKept bool
+
 	mu        sync.Mutex
 	t         *Target
 	cred      *injection
@@ -52,6 +58,20 @@ type injection struct {
 	query   [][2]string
 	signer  *oauth1.Transport // OAuth 1 and TBA
 	secrets []string
+	// perRequest are the header and query templates whose value depends
+	// on the request, the clock or chance (signatures, dates, nonces),
+	// evaluated for each request with vars; needsBody: one of them reads
+	// the body.
+	perRequest []perRequestField
+	needsBody  bool
+	vars       integrations.TemplateVars
+}
+
+// perRequestField is a header (or query parameter) computed per request.
+type perRequestField struct {
+	name  string
+	query bool
+	tmpl  *integrations.Template
 }
 
 // headerField is a header an injection sets: its canonical name and its
@@ -144,6 +164,10 @@ func vars(t *Target) integrations.TemplateVars {
 	if cr == nil {
 		return v
 	}
+	v.Raw = cr.Raw
+	if cr.Token != "" {
+		v.Extra = map[string]any{"token": cr.Token}
+	}
 	for k, x := range cr.Raw {
 		if s, ok := x.(string); ok {
 			v.Credentials[k] = s
@@ -200,15 +224,33 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 		inj.signer = s
 	}
 	if px := t.Provider.Proxy; px != nil {
-		for _, k := range slices.Sorted(maps.Keys(px.Headers)) {
-			if val, err := integrations.Interpolate(px.Headers[k], v); err == nil {
-				inj.setHeader(k, val)
+		for _, f := range []struct {
+			m     map[string]string
+			query bool
+		}{{px.Headers, false}, {px.Query, true}} {
+			for _, k := range slices.Sorted(maps.Keys(f.m)) {
+				tmpl, err := integrations.ParseTemplate(f.m[k])
+				if err != nil {
+					continue // the catalogue validates templates: left out, as one without values
+				}
+				if tmpl.PerRequest() {
+					inj.perRequest = append(inj.perRequest, perRequestField{name: k, query: f.query, tmpl: tmpl})
+					inj.needsBody = inj.needsBody || readsBody(tmpl)
+					continue
+				}
+				val, err := tmpl.Eval(&v)
+				if err != nil {
+					continue
+				}
+				if f.query {
+					inj.query = append(inj.query, [2]string{k, val})
+				} else {
+					inj.setHeader(k, val)
+				}
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(px.Query)) {
-			if val, err := integrations.Interpolate(px.Query[k], v); err == nil {
-				inj.query = append(inj.query, [2]string{k, val})
-			}
+		if len(inj.perRequest) > 0 {
+			inj.vars = v
 		}
 	}
 	for _, s := range []string{v.AccessToken, v.APIKey, cr.RefreshToken, cr.Password, cr.OAuthTokenSecret,
@@ -224,6 +266,86 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 		inj.secrets = append(inj.secrets, q[1], url.QueryEscape(q[1]))
 	}
 	return inj, nil
+}
+
+// readsBody reports whether a per-request template reads the body.
+func readsBody(t *integrations.Template) bool {
+	for _, n := range t.Names() {
+		if n == "bodyCanonicalParams" || n == "params" {
+			return true
+		}
+	}
+	return strings.Contains(t.String(), "awsSigV4(")
+}
+
+// addPerRequest sets the per-request headers and query parameters of r
+// (a copy the transport owns): query parameters first, then headers,
+// computed over the final URL, each for this request (one ${now} and one
+// ${random} for all of them). A header or parameter whose template has no
+// value is left out, as when it is computed once; a function that fails
+// (a key that is not a key) fails the request.
+func (c *call) addPerRequest(inj *injection, r *http.Request) error {
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		if !c.bodyKept && inj.needsBody {
+			return store.Invalid(CodeTemplateFailed, fmt.Sprintf(
+				"The provider signs the request body, which must then be at most %d bytes with a known length.", c.p.cfg.MaxReplayBody))
+		}
+		body = c.body
+	}
+	vars := inj.vars
+	vars.Now = c.p.cfg.Now
+	vars = vars.Stable()
+	vars.Request = &integrations.TemplateRequest{Method: r.Method, URL: r.URL, Endpoint: c.endpoint, Body: body,
+		ContentType: r.Header.Get("Content-Type")}
+	eval := func(f perRequestField) (string, bool, error) {
+		val, err := f.tmpl.Eval(&vars)
+		var fe *integrations.FunctionError
+		switch {
+		case errors.As(err, &fe):
+			return "", false, store.Invalid(CodeTemplateFailed, fmt.Sprintf("The provider's %s template %s cannot be computed: %s: %s.",
+				map[bool]string{true: "query", false: "header"}[f.query], f.name, fe.Function, fe.Problem))
+		case err != nil:
+			return "", false, nil
+		}
+		return val, true, nil
+	}
+	var raw string
+	for _, f := range inj.perRequest {
+		if !f.query || r.URL.Query().Has(f.name) {
+			continue
+		}
+		val, ok, err := eval(f)
+		if err != nil {
+			return err
+		}
+		if ok {
+			raw += "&" + url.QueryEscape(f.name) + "=" + url.QueryEscape(val)
+		}
+	}
+	if raw != "" {
+		u := *r.URL
+		if u.RawQuery == "" {
+			raw = raw[1:]
+		}
+		u.RawQuery += raw
+		r.URL = &u
+		vars.Request.URL = r.URL
+	}
+	for _, f := range inj.perRequest {
+		k := http.CanonicalHeaderKey(f.name)
+		if _, set := r.Header[k]; f.query || set {
+			continue
+		}
+		val, ok, err := eval(f)
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.Header[k] = []string{val}
+		}
+	}
+	return nil
 }
 
 // signer builds the OAuth 1 signer of a connection: the integration's
@@ -677,6 +799,14 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		u := *r.URL
 		u.RawQuery = raw
 		r.URL = &u
+	}
+	if len(inj.perRequest) > 0 {
+		if err := c.addPerRequest(inj, r); err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
 	}
 	if inj.signer != nil && r.Header.Get("Authorization") == "" {
 		return inj.signer.RoundTrip(r)

@@ -73,6 +73,11 @@ func (p *Proxy) Pack(t *Target) Packed {
 			return Packed{full: t}
 		}
 	}
+	if len(inj.perRequest) > 0 {
+		// Templates computed per request (and the values they read) are
+		// not packed: the target is kept as it is.
+		return Packed{full: t}
+	}
 	u, err := (&call{p: p, t: t}).computeBaseURL()
 	if err != nil || u.User != nil { // parseBaseURL refuses user info: not packed
 		return Packed{full: t}

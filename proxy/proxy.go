@@ -444,6 +444,9 @@ const (
 	CodeMissingConfig      = "missing_connection_config"
 	CodeInvalidConfig      = "invalid_connection_config"
 	CodeUnsupportedSigning = "unsupported_signature_method"
+	// CodeTemplateFailed: a header or query template of the provider that
+	// is computed per request (a signature) cannot be computed.
+	CodeTemplateFailed = "provider_template_failed"
 )
 
 // describe returns a transport error without the request URL, which may
@@ -596,7 +599,8 @@ func (p *Proxy) prepare(ctx context.Context, envID int64, key, id string, opts O
 	if err != nil {
 		return nil, nil, &sourceError{err}
 	}
-	c := &call{p: p, env: envID, key: key, id: id, opts: opts}
+	ep, _, _ := strings.Cut(endpoint, "?")
+	c := &call{p: p, env: envID, key: key, id: id, opts: opts, endpoint: ep}
 	if err := c.setTarget(t); err != nil {
 		return c, nil, err
 	}
@@ -631,6 +635,7 @@ func (c *call) setBody(out *http.Request, body io.ReadCloser, length int64) erro
 			body.Close()
 		}
 		c.getBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+		c.bodyKept = true
 		return nil
 	}
 	limit := c.p.cfg.MaxReplayBody
@@ -657,6 +662,7 @@ func (c *call) setBody(out *http.Request, body io.ReadCloser, length int64) erro
 	}
 	body.Close()
 	b := buf.Bytes()
+	c.body, c.bodyKept = b, true
 	c.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	out.Body, _ = c.getBody()
 	out.GetBody = c.getBody
