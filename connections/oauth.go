@@ -423,7 +423,7 @@ func (ss *Sessions) authorizationURL(p *integrations.Provider, client *oauthClie
 }
 
 // writeAuthorizationURL writes the authorization URL u with the query q as
-// the provider's options say (see integrations.OAuth2Options): empty
+// the provider's options say (see integrations.AuthDetails): empty
 // parameters left out, the scope written without form encoding, the
 // replacements applied to the query, the query put after a fragment.
 func writeAuthorizationURL(p *integrations.Provider, u *url.URL, q url.Values) string {

@@ -26,24 +26,24 @@ func TestWriteAuthorizationURL(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		opts integrations.OAuth2Options
+		opts integrations.AuthDetails
 		want string
 	}{
-		{"plain", integrations.OAuth2Options{},
+		{"plain", integrations.AuthDetails{},
 			"https://auth.example.com/oauth/authorize?client_id=cid&prompt=&redirect_uri=https%3A%2F%2Fcb.example.com%2Foauth%2Fcallback&response_type=code&scope=https%3A%2F%2Fwww.googleapis.com%2Fauth%2Fa%2Cb+c&state=st"},
-		{"skip empty", integrations.OAuth2Options{AuthorizationURLSkipEmpty: true},
+		{"skip empty", integrations.AuthDetails{AuthorizationURLSkipEmpty: true},
 			"https://auth.example.com/oauth/authorize?client_id=cid&redirect_uri=https%3A%2F%2Fcb.example.com%2Foauth%2Fcallback&response_type=code&scope=https%3A%2F%2Fwww.googleapis.com%2Fauth%2Fa%2Cb+c&state=st"},
-		{"scopes not encoded", integrations.OAuth2Options{AuthorizationURLSkipEncode: []string{"scopes"}},
+		{"scopes not encoded", integrations.AuthDetails{AuthorizationURLSkipEncode: []string{"scopes"}},
 			"https://auth.example.com/oauth/authorize?client_id=cid&prompt=&redirect_uri=https%3A%2F%2Fcb.example.com%2Foauth%2Fcallback&response_type=code&state=st&scope=https://www.googleapis.com/auth/a,b%20c"},
-		{"replacements", integrations.OAuth2Options{AuthorizationURLReplacements: map[string]string{"client_id=": "clientId=", "response_type=code&": ""}},
+		{"replacements", integrations.AuthDetails{AuthorizationURLReplacements: map[string]string{"client_id=": "clientId=", "response_type=code&": ""}},
 			"https://auth.example.com/oauth/authorize?clientId=cid&prompt=&redirect_uri=https%3A%2F%2Fcb.example.com%2Foauth%2Fcallback&scope=https%3A%2F%2Fwww.googleapis.com%2Fauth%2Fa%2Cb+c&state=st"},
-		{"fragment", integrations.OAuth2Options{AuthorizationURLFragment: "/oauth/authorize", AuthorizationURLSkipEmpty: true},
+		{"fragment", integrations.AuthDetails{AuthorizationURLFragment: "/oauth/authorize", AuthorizationURLSkipEmpty: true},
 			"https://auth.example.com/oauth/authorize#/oauth/authorize?client_id=cid&redirect_uri=https%3A%2F%2Fcb.example.com%2Foauth%2Fcallback&response_type=code&scope=https%3A%2F%2Fwww.googleapis.com%2Fauth%2Fa%2Cb+c&state=st"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			u, q := base()
-			p := &integrations.Provider{Name: "x", OAuth2Options: c.opts}
+			p := &integrations.Provider{Name: "x", AuthDetails: c.opts}
 			if got := writeAuthorizationURL(p, u, q); got != c.want {
 				t.Errorf("got  %s\nwant %s", got, c.want)
 			}
@@ -51,7 +51,7 @@ func TestWriteAuthorizationURL(t *testing.T) {
 	}
 	// A replacement never reaches the host: it applies to the query.
 	u, q := base()
-	p := &integrations.Provider{Name: "x", OAuth2Options: integrations.OAuth2Options{AuthorizationURLReplacements: map[string]string{"auth.example.com": "evil.example"}}}
+	p := &integrations.Provider{Name: "x", AuthDetails: integrations.AuthDetails{AuthorizationURLReplacements: map[string]string{"auth.example.com": "evil.example"}}}
 	got, err := url.Parse(writeAuthorizationURL(p, u, q))
 	if err != nil || got.Host != "auth.example.com" {
 		t.Errorf("the replacement changed the host: %v, %v", got, err)
@@ -84,7 +84,7 @@ func TestReadTokenOptions(t *testing.T) {
 		}
 		return tr
 	}
-	slack := &integrations.Provider{OAuth2Options: integrations.OAuth2Options{AlternateAccessTokenResponsePath: "authed_user"}}
+	slack := &integrations.Provider{AuthDetails: integrations.AuthDetails{AlternateAccessTokenResponsePath: "authed_user"}}
 
 	tr := parse(`{"ok":true,"authed_user":{"id":"U1","access_token":"xoxp-user","refresh_token":"r1","expires_in":3600}}`)
 	readTokenOptions(slack, tr)
@@ -98,7 +98,7 @@ func TestReadTokenOptions(t *testing.T) {
 		t.Errorf("top-level token: %q", tr.AccessToken)
 	}
 	// A string at the path is the token; nothing at the path leaves none.
-	str := &integrations.Provider{OAuth2Options: integrations.OAuth2Options{AlternateAccessTokenResponsePath: "data.token"}}
+	str := &integrations.Provider{AuthDetails: integrations.AuthDetails{AlternateAccessTokenResponsePath: "data.token"}}
 	tr = parse(`{"data":{"token":"tok"}}`)
 	readTokenOptions(str, tr)
 	if tr.AccessToken != "tok" {
@@ -110,7 +110,7 @@ func TestReadTokenOptions(t *testing.T) {
 		t.Errorf("nothing at the path: %q", tr.AccessToken)
 	}
 
-	ms := &integrations.Provider{OAuth2Options: integrations.OAuth2Options{ExpiresInUnit: "milliseconds"}}
+	ms := &integrations.Provider{AuthDetails: integrations.AuthDetails{ExpiresInUnit: "milliseconds"}}
 	for body, want := range map[string]time.Duration{
 		`{"access_token":"a","expires_in":3600000}`:  time.Hour,
 		`{"access_token":"a","expires_in":"900000"}`: 15 * time.Minute,

@@ -1022,7 +1022,7 @@ func ParseTokenResponse(contentType string, body []byte) (*TokenResponse, error)
 }
 
 // readTokenOptions applies the provider's options on reading a token
-// response (see integrations.OAuth2Options): expires_in in milliseconds,
+// response (see integrations.AuthDetails): expires_in in milliseconds,
 // and the token under alternate_access_token_response_path when the
 // response has none at the top level.
 func readTokenOptions(p *integrations.Provider, tr *TokenResponse) {

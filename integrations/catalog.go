@@ -22,10 +22,17 @@ var embeddedProviders embed.FS
 // Catalog is an immutable set of providers, in a fixed order. It is safe for
 // concurrent use. The providers it returns are shared: treat them as
 // read-only.
+//
+// A catalogue built leniently (see [BuildCatalog]) may also list providers
+// it cannot use: [Catalog.List], [Catalog.Search] and [Catalog.Lookup]
+// return them, [Catalog.Unusable] says why, and [Catalog.Get] never
+// returns them, so code that acts on a provider only ever sees valid data.
 type Catalog struct {
-	list   []*Provider
-	byName map[string]int
-	keys   []searchKey
+	list     []*Provider
+	unusable []*UnusableError // parallel to list; nil for a usable provider
+	dropped  []*UnusableError // problems of entries that could not be listed
+	byName   map[string]int
+	keys     []searchKey
 }
 
 // searchKey holds a provider's normalized search fields.
@@ -64,7 +71,9 @@ func DefaultCatalog() (*Catalog, error) {
 	return NewCatalog(all...)
 }
 
-// NewCatalog returns a catalogue of the providers, in the given order.
+// NewCatalog returns a catalogue of the providers, in the given order. It
+// is strict: any problem with any provider fails it, every problem listed
+// (BuildCatalog with Strict set).
 //
 // The providers are copied, so later changes to them do not affect the
 // catalogue. A provider with an Alias that is not yet resolved inherits
@@ -74,36 +83,81 @@ func DefaultCatalog() (*Catalog, error) {
 // GET). Then every provider is validated with [Provider.Validate]. Names
 // must be unique. All problems are reported together.
 func NewCatalog(providers ...*Provider) (*Catalog, error) {
-	return build(nil, providers)
+	return BuildCatalog(nil, BuildOptions{Strict: true}, providers...)
 }
 
 // With returns a new catalogue holding c's providers and the given ones: a
 // given provider replaces the one of the same name in place, and new ones
 // are appended in order. Aliases among the given providers resolve against
 // the given ones first, then c's. c itself is unchanged; providers that
-// aliased a replaced provider keep what they inherited.
+// aliased a replaced provider keep what they inherited. Like NewCatalog it
+// is strict; [BuildCatalog] without Strict keeps bad providers as
+// unusable instead.
 func (c *Catalog) With(providers ...*Provider) (*Catalog, error) {
-	return build(c, providers)
+	return BuildCatalog(c, BuildOptions{Strict: true}, providers...)
 }
 
-func build(base *Catalog, given []*Provider) (*Catalog, error) {
+// BuildOptions say how [BuildCatalog] treats providers with problems.
+type BuildOptions struct {
+	// Strict fails the whole build when any provider has a problem (an
+	// entry that could not be read, an alias that cannot be resolved, a
+	// failed [Provider.Validate], a duplicate or missing name), returning
+	// every problem joined with errors.Join. Use it to check a providers
+	// file in CI. NewCatalog and Catalog.With are strict.
+	//
+	// When false, one bad provider never takes the others down: it is kept
+	// in the catalogue as unusable, listed with the reason that
+	// [Catalog.Unusable] returns, and [Catalog.Get] does not return it. An
+	// entry without a name, a nil provider and the second of two providers
+	// of the same name cannot be listed: they are left out and reported by
+	// [Catalog.Problems] only.
+	Strict bool
+}
+
+// BuildCatalog returns a catalogue of base's providers (base may be nil)
+// and the given ones, as [Catalog.With] describes: a given provider
+// replaces base's provider of the same name in place, and new ones are
+// appended in order. base is unchanged, and so are the given providers,
+// which are copied. Aliases are resolved, documented defaults filled in
+// and every given provider validated; opts says what a problem does.
+//
+// The error is nil when the build is lenient, whatever the problems: read
+// them from [Catalog.Problems]. A strict build returns every problem.
+func BuildCatalog(base *Catalog, opts BuildOptions, providers ...*Provider) (*Catalog, error) {
+	return build(base, providers, opts.Strict)
+}
+
+func build(base *Catalog, given []*Provider, strict bool) (*Catalog, error) {
 	var errs []error
+	var dropped []*UnusableError
 	fresh := make([]*Provider, 0, len(given))
 	index := make(map[string]int, len(given))
 	for i, p := range given {
-		if p == nil {
-			errs = append(errs, fmt.Errorf("integrations: provider %d is nil", i))
+		switch {
+		case p == nil:
+			err := fmt.Errorf("integrations: provider %d is nil", i)
+			errs = append(errs, err)
+			dropped = append(dropped, &UnusableError{Problems: []error{err}})
+			continue
+		case p.Name == "":
+			// Validate names the problems of a nameless entry; it cannot
+			// be listed.
+			err := p.Validate()
+			errs = append(errs, err)
+			dropped = append(dropped, &UnusableError{Problems: unjoin(err)})
 			continue
 		}
-		if j, dup := index[p.Name]; dup && p.Name != "" {
-			errs = append(errs, &ValidationError{Provider: p.Name, Field: "name",
-				Problem: fmt.Sprintf("duplicate (providers %d and %d)", j, i)})
+		if j, dup := index[p.Name]; dup {
+			err := &ValidationError{Provider: p.Name, Field: "name",
+				Problem: fmt.Sprintf("duplicate (providers %d and %d); the first is kept", j, i)}
+			errs = append(errs, err)
+			dropped = append(dropped, &UnusableError{Provider: p.Name, Problems: []error{err}})
 			continue
 		}
 		index[p.Name] = len(fresh)
 		fresh = append(fresh, p.Clone())
 	}
-	if len(errs) > 0 {
+	if strict && len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	lookup := func(name string) *Provider {
@@ -111,44 +165,63 @@ func build(base *Catalog, given []*Provider) (*Catalog, error) {
 			return fresh[i]
 		}
 		if base != nil {
-			if p, ok := base.Get(name); ok {
-				return p
+			if i, ok := base.byName[name]; ok {
+				return base.list[i]
 			}
 		}
 		return nil
 	}
-	if err := resolveAliases(fresh, lookup); err != nil {
-		return nil, err
+	aliasErrs := resolveAliases(fresh, lookup)
+	if strict && len(aliasErrs) > 0 {
+		var all []error
+		for _, p := range fresh {
+			all = append(all, aliasErrs[p]...)
+		}
+		return nil, errors.Join(all...)
 	}
-	for _, p := range fresh {
-		p.applyDefaults()
-		if err := p.Validate(); err != nil {
-			errs = append(errs, err)
+	problems := make([]*UnusableError, len(fresh))
+	for i, p := range fresh {
+		var ps []error
+		if ae := aliasErrs[p]; len(ae) > 0 {
+			ps = ae // the fields are those of the entry alone: not validated
+		} else {
+			p.applyDefaults()
+			ps = unjoin(p.Validate())
+		}
+		if len(ps) > 0 {
+			errs = append(errs, ps...)
+			problems[i] = &UnusableError{Provider: p.Name, Problems: ps}
 		}
 	}
-	if len(errs) > 0 {
+	if strict && len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 
 	var list []*Provider
+	var unusable []*UnusableError
 	if base != nil {
 		list = slices.Clone(base.list)
+		unusable = slices.Clone(base.unusable)
+		dropped = append(slices.Clone(base.dropped), dropped...)
 		for i, p := range list {
 			if j, ok := index[p.Name]; ok {
-				list[i] = fresh[j]
+				list[i], unusable[i] = fresh[j], problems[j]
 				fresh[j] = nil
 			}
 		}
 	}
-	for _, p := range fresh {
+	for i, p := range fresh {
 		if p != nil {
 			list = append(list, p)
+			unusable = append(unusable, problems[i])
 		}
 	}
 	c := &Catalog{
-		list:   list,
-		byName: make(map[string]int, len(list)),
-		keys:   make([]searchKey, len(list)),
+		list:     list,
+		unusable: unusable,
+		dropped:  dropped,
+		byName:   make(map[string]int, len(list)),
+		keys:     make([]searchKey, len(list)),
 	}
 	for i, p := range list {
 		c.byName[p.Name] = i
@@ -161,48 +234,116 @@ func build(base *Catalog, given []*Provider) (*Catalog, error) {
 	return c, nil
 }
 
+// unjoin returns the errors joined in err (nil for nil).
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.Clone(j.Unwrap())
+	}
+	return []error{err}
+}
+
+// UnusableError says why a catalogue cannot use a provider.
+type UnusableError struct {
+	// Provider is the provider's name; "" for an entry without one.
+	Provider string
+	// Problems are the reasons, most often *ValidationError values.
+	Problems []error
+}
+
+func (e *UnusableError) Error() string {
+	return fmt.Sprintf("integrations: provider %q cannot be used: %s", e.Provider, e.Reason())
+}
+
+// Unwrap returns the problems.
+func (e *UnusableError) Unwrap() []error { return e.Problems }
+
+// Reason is the problems in one line, without the provider's name:
+// "auth_mode: unknown auth mode \"X\"; proxy.base_url: missing". It holds
+// provider data only, never a secret.
+func (e *UnusableError) Reason() string {
+	parts := make([]string, 0, len(e.Problems))
+	for _, p := range e.Problems {
+		var ve *ValidationError
+		if errors.As(p, &ve) {
+			parts = append(parts, ve.Field+": "+ve.Problem)
+		} else {
+			parts = append(parts, strings.TrimPrefix(p.Error(), "integrations: "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // resolveAliases applies unresolved aliases in ps in place. lookup finds an
 // alias target by name (it may return an entry of ps). Chains of aliases
-// are followed; cycles and missing targets are errors.
-func resolveAliases(ps []*Provider, lookup func(string) *Provider) error {
+// are followed. The problems (cycles, missing targets) are returned per
+// provider; such a provider is left as it is, and so is every provider
+// whose chain leads to one.
+func resolveAliases(ps []*Provider, lookup func(string) *Provider) map[*Provider][]error {
 	state := make(map[*Provider]int) // 1 resolving, 2 done
-	var resolve func(p *Provider, chain []string) (*Provider, error)
-	resolve = func(p *Provider, chain []string) (*Provider, error) {
+	failed := make(map[*Provider][]error)
+	var resolve func(p *Provider, chain []string) error
+	resolve = func(p *Provider, chain []string) error {
 		if p.Alias == "" || p.aliasResolved || state[p] == 2 {
-			return p, nil
+			return nil
+		}
+		if errs, ok := failed[p]; ok {
+			return errs[0]
 		}
 		if state[p] == 1 {
-			return nil, &ValidationError{Provider: p.Name, Field: "alias",
+			return &ValidationError{Provider: p.Name, Field: "alias",
 				Problem: fmt.Sprintf("alias cycle %s", strings.Join(append(chain, p.Name), " -> "))}
 		}
 		state[p] = 1
 		target := lookup(p.Alias)
+		var err error
 		switch {
 		case target == p:
-			return nil, &ValidationError{Provider: p.Name, Field: "alias", Problem: "a provider cannot alias itself"}
+			err = &ValidationError{Provider: p.Name, Field: "alias", Problem: "a provider cannot alias itself"}
 		case target == nil:
-			return nil, &ValidationError{Provider: p.Name, Field: "alias",
+			err = &ValidationError{Provider: p.Name, Field: "alias",
 				Problem: fmt.Sprintf("unknown provider %q", p.Alias)}
+		default:
+			if terr := resolve(target, append(chain, p.Name)); terr != nil {
+				var ve *ValidationError
+				if errors.As(terr, &ve) && strings.HasPrefix(ve.Problem, "alias cycle") {
+					err = &ValidationError{Provider: p.Name, Field: "alias", Problem: ve.Problem}
+				} else {
+					err = &ValidationError{Provider: p.Name, Field: "alias",
+						Problem: fmt.Sprintf("provider %q cannot be resolved", p.Alias)}
+				}
+			}
 		}
-		target, err := resolve(target, append(chain, p.Name))
 		if err != nil {
-			return nil, err
+			state[p] = 0
+			failed[p] = []error{err}
+			return err
 		}
 		*p = *inherit(target, p)
 		state[p] = 2
-		return p, nil
+		return nil
 	}
-	var errs []error
 	for _, p := range ps {
-		if _, err := resolve(p, nil); err != nil {
-			errs = append(errs, err)
-		}
+		_ = resolve(p, nil) // recorded in failed
 	}
-	return errors.Join(errs...)
+	return failed
 }
 
-// Get returns the provider with the name.
+// Get returns the usable provider with the name: a provider the catalogue
+// lists as unusable is not returned (see [Catalog.Lookup]).
 func (c *Catalog) Get(name string) (*Provider, bool) {
+	i, ok := c.byName[name]
+	if !ok || c.unusable[i] != nil {
+		return nil, false
+	}
+	return c.list[i], true
+}
+
+// Lookup returns the provider with the name, usable or not, for display:
+// check [Catalog.Unusable] before using it, or use [Catalog.Get].
+func (c *Catalog) Lookup(name string) (*Provider, bool) {
 	i, ok := c.byName[name]
 	if !ok {
 		return nil, false
@@ -210,14 +351,39 @@ func (c *Catalog) Get(name string) (*Provider, bool) {
 	return c.list[i], true
 }
 
+// Unusable returns why the catalogue cannot use the provider with the name,
+// as an *UnusableError, or nil when the provider is usable or not listed.
+func (c *Catalog) Unusable(name string) error {
+	if i, ok := c.byName[name]; ok && c.unusable[i] != nil {
+		return c.unusable[i]
+	}
+	return nil
+}
+
+// Problems returns every problem a lenient build kept out of use: one
+// *UnusableError per unusable provider, in catalogue order, then one per
+// entry that could not be listed (nameless, nil or duplicate), in the order
+// they were given. Empty for a catalogue built strictly.
+func (c *Catalog) Problems() []*UnusableError {
+	var out []*UnusableError
+	for _, u := range c.unusable {
+		if u != nil {
+			out = append(out, u)
+		}
+	}
+	return append(out, c.dropped...)
+}
+
 // List returns every provider in catalogue order (for DefaultCatalog: most
-// used first). The slice is new; the providers are shared.
+// used first), unusable ones included. The slice is new; the providers are
+// shared.
 func (c *Catalog) List() []*Provider { return slices.Clone(c.list) }
 
-// Len returns the number of providers.
+// Len returns the number of providers, unusable ones included.
 func (c *Catalog) Len() int { return len(c.list) }
 
-// Search returns the providers matching q, best matches first.
+// Search returns the providers matching q, best matches first, unusable
+// ones included.
 //
 // Matching ignores case and every character that is not a letter or a
 // digit, so "git hub", "GitHub" and "git-hub" all find github, and
@@ -368,8 +534,12 @@ type ownDocument struct {
 	Providers []*Provider `yaml:"providers"`
 }
 
-// loadOwn decodes a document of our format strictly and resolves the
-// aliases it can.
+// loadOwn decodes a document of our format and resolves the aliases it
+// can. Each entry is decoded strictly; an entry that cannot be decoded (an
+// unknown field, a value of the wrong type) becomes a provider with the
+// name, display name and auth mode it has, carrying the problem, so that
+// [Provider.Validate] reports it and a lenient catalogue lists it as
+// unusable.
 func loadOwn(data []byte) ([]*Provider, error) {
 	var doc ownDocument
 	err := safeYAML(func() error {
@@ -378,23 +548,108 @@ func loadOwn(data []byte) ([]*Provider, error) {
 		return dec.Decode(&doc)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("integrations: parsing providers: %w", err)
+		// Find the bad entries one by one.
+		if doc.Providers, err = loadOwnEntries(data); err != nil {
+			return nil, fmt.Errorf("integrations: parsing providers: %w", err)
+		}
 	}
 	byName := make(map[string]*Provider, len(doc.Providers))
 	ps := make([]*Provider, 0, len(doc.Providers))
 	for i, p := range doc.Providers {
 		if p == nil {
-			return nil, fmt.Errorf("integrations: parsing providers: entry %d is empty", i)
+			p = &Provider{}
+			p.addLoadProblem("", fmt.Sprintf("entry %d is empty", i))
 		}
-		if _, dup := byName[p.Name]; !dup {
+		if _, dup := byName[p.Name]; !dup && p.Name != "" {
 			byName[p.Name] = p
 		}
 		ps = append(ps, p)
 	}
-	if err := resolveAliases(localAliases(ps, byName), func(name string) *Provider { return byName[name] }); err != nil {
+	// Problems are left for the catalogue, which reports them per provider.
+	_ = resolveAliases(localAliases(ps, byName), func(name string) *Provider { return byName[name] })
+	return ps, nil
+}
+
+// loadOwnEntries decodes the entries of a document of our format one by
+// one. The document itself must be well formed: a mapping whose only key
+// is "providers", holding a list.
+func loadOwnEntries(data []byte) ([]*Provider, error) {
+	var doc yaml.Node
+	if err := safeYAML(func() error { return yaml.Unmarshal(data, &doc) }); err != nil {
 		return nil, err
 	}
+	root := documentRoot(&doc)
+	if root == nil || root.Kind != yaml.MappingNode {
+		return nil, errors.New("want a mapping with a providers list")
+	}
+	var list *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		if k.Value != "providers" {
+			return nil, fmt.Errorf("line %d: unknown field %q (want providers)", k.Line, k.Value)
+		}
+		list = deref(root.Content[i+1])
+	}
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil, errors.New("want a mapping with a providers list")
+	}
+	ps := make([]*Provider, 0, len(list.Content))
+	for _, n := range list.Content {
+		ps = append(ps, decodeOwnEntry(deref(n)))
+	}
 	return ps, nil
+}
+
+// decodeOwnEntry decodes one entry of our format strictly.
+func decodeOwnEntry(n *yaml.Node) *Provider {
+	if n == nil || n.Kind != yaml.MappingNode {
+		p := &Provider{}
+		line := 0
+		if n != nil {
+			line = n.Line
+		}
+		p.addLoadProblem("", fmt.Sprintf("line %d: want a mapping", line))
+		return p
+	}
+	var p Provider
+	err := safeYAML(func() error {
+		b, err := yaml.Marshal(n)
+		if err != nil {
+			return err
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		return dec.Decode(&p)
+	})
+	if err == nil {
+		return &p
+	}
+	bad := &Provider{
+		Name:        scalarField(n, "name"),
+		DisplayName: scalarField(n, "display_name"),
+		AuthMode:    scalarField(n, "auth_mode"),
+	}
+	bad.addLoadProblem("", fmt.Sprintf("entry at line %d cannot be read: %s", n.Line, yamlProblem(err)))
+	return bad
+}
+
+// yamlProblem shortens a YAML decoding error: the line numbers it gives are
+// those of the re-encoded entry, so they are dropped.
+func yamlProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		if rest, ok := strings.CutPrefix(l, "line "); ok {
+			if _, after, ok := strings.Cut(rest, ": "); ok {
+				l = after
+			}
+		}
+		if l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // localAliases returns the aliases of ps whose chain of targets stays

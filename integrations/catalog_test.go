@@ -472,7 +472,16 @@ func TestNewCatalogErrors(t *testing.T) {
 		{"bad name", []*Provider{mod(func(p *Provider) { p.Name = "a/b" })}, "name", "letters"},
 		{"missing display name", []*Provider{mod(func(p *Provider) { p.DisplayName = " " })}, "display_name", "missing"},
 		{"missing auth mode", []*Provider{mod(func(p *Provider) { p.AuthMode = "" })}, "auth_mode", "missing"},
-		{"unknown auth mode", []*Provider{mod(func(p *Provider) { p.AuthMode = "MCP_OAUTH2" })}, "auth_mode", `unknown auth mode "MCP_OAUTH2"`},
+		{"unknown auth mode", []*Provider{mod(func(p *Provider) { p.AuthMode = "MCP_OAUTH3" })}, "auth_mode", `unknown auth mode "MCP_OAUTH3"`},
+		{"two step without token url", []*Provider{mod(func(p *Provider) { p.AuthMode = AuthModeTwoStep })}, "token_response.token", "required for auth mode TWO_STEP"},
+		{"jwt without signature", []*Provider{mod(func(p *Provider) { p.AuthMode = AuthModeJWT })}, "signature.protocol", "required for auth mode JWT"},
+		{"mcp dynamic without registration url", []*Provider{mod(func(p *Provider) {
+			p.AuthMode, p.ClientRegistration = AuthModeMCPOAuth2, "dynamic"
+		})}, "registration_url", "required for client_registration dynamic"},
+		{"custom without app token url", []*Provider{mod(func(p *Provider) {
+			p.AuthMode, p.TokenURLs = AuthModeCustom, map[string]string{"OAUTH2": p.TokenURL}
+		})}, "token_url.APP", "required for auth mode CUSTOM"},
+		{"unknown body format", []*Provider{mod(func(p *Provider) { p.BodyFormat = "yaml" })}, "body_format", `unknown value "yaml"`},
 		{"oauth2 without authorization url", []*Provider{mod(func(p *Provider) { p.AuthorizationURL = "" })}, "authorization_url", "required for auth mode OAUTH2"},
 		{"oauth2 without token url", []*Provider{mod(func(p *Provider) { p.TokenURL = "" })}, "token_url", "required"},
 		{"oauth1 without request url", []*Provider{mod(func(p *Provider) { p.AuthMode = AuthModeOAuth1 })}, "request_url", "required for auth mode OAUTH1"},
@@ -554,7 +563,18 @@ func TestValidateAcceptsTemplates(t *testing.T) {
 			Proxy: &Proxy{BaseURL: "https://a.example", Verification: &Verification{Endpoints: []string{"/u/${credentials.username}"}}}}},
 		{"local http url", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeOAuth2,
 			AuthorizationURL: "http://127.0.0.1:8080/auth", TokenURL: "http://127.0.0.1:8080/token"}},
-		{"two step as data", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeTwoStep}},
+		{"two step", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeTwoStep, TokenURL: "https://a.example/login",
+			AuthDetails: AuthDetails{TokenResponse: &TokenResponse{Token: "token"}}}},
+		{"two step raw response", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeTwoStep, TokenURL: "https://a.example/login",
+			AuthDetails: AuthDetails{TokenResponse: &TokenResponse{}},
+			Proxy:       &Proxy{BaseURL: "https://a.example", Query: map[string]string{"account": "${credentials.raw.accountID}"}}}},
+		{"outbound installation", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeOAuth2, TokenURL: "https://a.example/token",
+			AuthDetails: AuthDetails{Installation: "outbound"}}},
+		{"integration config as credentials", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeOAuth2CC, TokenURL: "https://a.example/token",
+			TokenParams: map[string]string{"scope": "${credentials.scope}"},
+			AuthDetails: AuthDetails{IntegrationConfig: map[string]FieldSpec{"scope": {Type: "string"}}}}},
+		{"mcp generic", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeMCPOAuth2Generic,
+			ConnectionConfig: map[string]FieldSpec{"mcp_server_url": {Type: "string"}}}},
 		{"relative logo", &Provider{Name: "a", DisplayName: "A", AuthMode: AuthModeNone, Logo: "/img/a.svg"}},
 	}
 	for _, tt := range tests {

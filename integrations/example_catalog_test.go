@@ -60,34 +60,40 @@ acme:
 acme-mcp:
     display_name: Acme MCP
     auth_mode: MCP_OAUTH2
+    client_registration: dynamic
+    authorization_url: https://mcp.acme.example/authorize
+    token_url: https://mcp.acme.example/token
+acme-beta:
+    display_name: Acme Beta
+    auth_mode: QUANTUM
 `
 	providers, err := integrations.Load(strings.NewReader(doc))
 	if err != nil {
-		log.Fatal(err)
-	}
-	// Keep the entries this package can serve and add them to the
-	// embedded catalogue.
-	var valid []*integrations.Provider
-	for _, p := range providers {
-		if err := p.Validate(); err != nil {
-			fmt.Println("skipped:", err)
-			continue
-		}
-		valid = append(valid, p)
+		log.Fatal(err) // the document itself is unreadable
 	}
 	def, err := integrations.DefaultCatalog()
 	if err != nil {
 		log.Fatal(err)
 	}
-	catalog, err := def.With(valid...)
+	// A lenient build keeps every provider; the bad ones are listed but
+	// unusable. Set Strict to fail on any problem instead (for CI).
+	catalog, err := integrations.BuildCatalog(def, integrations.BuildOptions{}, providers...)
 	if err != nil {
 		log.Fatal(err)
 	}
+	for _, u := range catalog.Problems() {
+		fmt.Println("unusable:", u.Provider, "-", u.Reason())
+	}
 	acme, _ := catalog.Get("acme")
 	fmt.Println(acme.DisplayName, acme.Proxy.Headers["authorization"])
+	_, ok := catalog.Get("acme-beta")
+	listed, _ := catalog.Lookup("acme-beta")
+	fmt.Println(ok, listed.DisplayName)
 	// Output:
-	// skipped: integrations: provider "acme-mcp": auth_mode: unknown auth mode "MCP_OAUTH2"
+	// unusable: acme-mcp - registration_url: required for client_registration dynamic
+	// unusable: acme-beta - auth_mode: unknown auth mode "QUANTUM"
 	// Acme Bearer ${apiKey}
+	// false Acme Beta
 }
 
 // Build a provider's URL for one connection: each value stays in its place,

@@ -62,23 +62,33 @@ func deref(n *yaml.Node) *yaml.Node {
 func loadNangoNode(root *yaml.Node) ([]*Provider, error) {
 	type entry struct {
 		key  string
-		node *yaml.Node
+		node *yaml.Node // nil when the entry is not a mapping
+		bad  *Provider  // set when the entry cannot be read at all
 	}
 	var entries []entry
 	byKey := make(map[string]*yaml.Node)
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := deref(root.Content[i]), deref(root.Content[i+1])
-		if k == nil || k.Kind != yaml.ScalarNode || k.Value == "" {
-			return nil, fmt.Errorf("integrations: parsing Nango providers: line %d: provider key must be a non-empty string", root.Content[i].Line)
+		line := root.Content[i].Line
+		switch {
+		case k == nil || k.Kind != yaml.ScalarNode || k.Value == "":
+			bad := &Provider{}
+			bad.addLoadProblem("", fmt.Sprintf("line %d: provider key must be a non-empty string", line))
+			entries = append(entries, entry{bad: bad})
+		case v == nil || v.Kind != yaml.MappingNode:
+			bad := &Provider{Name: k.Value}
+			bad.addLoadProblem("", fmt.Sprintf("line %d: want a mapping", line))
+			entries = append(entries, entry{key: k.Value, bad: bad})
+		default:
+			if _, dup := byKey[k.Value]; dup {
+				bad := &Provider{Name: k.Value}
+				bad.addLoadProblem("", fmt.Sprintf("line %d: duplicate key", line))
+				entries = append(entries, entry{key: k.Value, bad: bad})
+				continue
+			}
+			byKey[k.Value] = v
+			entries = append(entries, entry{key: k.Value, node: v})
 		}
-		if v == nil || v.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("integrations: parsing Nango providers: provider %q (line %d): want a mapping", k.Value, k.Line)
-		}
-		if _, dup := byKey[k.Value]; dup {
-			return nil, fmt.Errorf("integrations: parsing Nango providers: provider %q (line %d): duplicate key", k.Value, k.Line)
-		}
-		byKey[k.Value] = v
-		entries = append(entries, entry{k.Value, v})
 	}
 
 	// Resolve aliases on the nodes, so that an alias's own fields replace
@@ -92,8 +102,7 @@ func loadNangoNode(root *yaml.Node) ([]*Provider, error) {
 		}
 		for _, c := range chain {
 			if c == key {
-				return nil, &ValidationError{Provider: chain[0], Field: "alias",
-					Problem: fmt.Sprintf("alias cycle %s", strings.Join(append(chain, key), " -> "))}
+				return nil, fmt.Errorf("alias cycle %s", strings.Join(append(chain, key), " -> "))
 			}
 		}
 		n := byKey[key]
@@ -114,13 +123,19 @@ func loadNangoNode(root *yaml.Node) ([]*Provider, error) {
 
 	ps := make([]*Provider, 0, len(entries))
 	for _, e := range entries {
+		if e.bad != nil {
+			ps = append(ps, e.bad)
+			continue
+		}
 		n, err := resolve(e.key, nil)
 		if err != nil {
-			return nil, err
+			ps = append(ps, badEntry(e.key, e.node, "alias", err))
+			continue
 		}
 		var ne nangoEntry
 		if err := safeYAML(func() error { return n.Decode(&ne) }); err != nil {
-			return nil, fmt.Errorf("integrations: parsing Nango providers: provider %q: %w", e.key, err)
+			ps = append(ps, badEntry(e.key, n, "", err))
+			continue
 		}
 		p := ne.provider(e.key)
 		p.aliasResolved = resolved[e.key]
@@ -129,8 +144,19 @@ func loadNangoNode(root *yaml.Node) ([]*Provider, error) {
 	return ps, nil
 }
 
+// badEntry is the provider of an entry that cannot be read: its name,
+// display name and auth mode as far as they can be read, and the problem.
+func badEntry(key string, n *yaml.Node, field string, err error) *Provider {
+	p := &Provider{Name: key, DisplayName: scalarField(n, "display_name"), AuthMode: scalarField(n, "auth_mode")}
+	p.addLoadProblem(field, strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+	return p
+}
+
 // scalarField returns the value of a scalar key of a mapping node.
 func scalarField(n *yaml.Node, key string) string {
+	if n == nil {
+		return ""
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
 			if v := deref(n.Content[i+1]); v != nil && v.Kind == yaml.ScalarNode {
@@ -184,10 +210,92 @@ type nangoEntry struct {
 	Proxy                  *nangoProxy `yaml:"proxy"`
 	ConnectionConfig       nFields     `yaml:"connection_config"`
 	Credentials            nFields     `yaml:"credentials"`
-	nangoOAuth2Options     `yaml:",inline"`
+
+	TokenResponse                    *nangoTokenResponse `yaml:"token_response"`
+	TokenHeaders                     nMap                `yaml:"token_headers"`
+	BodyFormat                       nText               `yaml:"body_format"`
+	TokenRequestMethod               nText               `yaml:"token_request_method"`
+	TokenExpiresInMs                 nInt64              `yaml:"token_expires_in_ms"`
+	ExpiresInUnit                    nText               `yaml:"expires_in_unit"`
+	RefreshTokenParams               nMap                `yaml:"refresh_token_params"`
+	RefreshTokenHeaders              nMap                `yaml:"refresh_token_headers"`
+	RefreshTokenResponseMetadata     nList               `yaml:"refresh_token_response_metadata"`
+	TokenResponseHeaders             nList               `yaml:"token_response_headers"`
+	AdditionalSteps                  []nangoStep         `yaml:"additional_steps"`
+	Signature                        *nangoSignature     `yaml:"signature"`
+	Token                            *nangoToken         `yaml:"token"`
+	Assertion                        *nangoAssertion     `yaml:"assertion"`
+	AssertionOption                  nFields             `yaml:"assertion_option"`
+	Auth                             nMap                `yaml:"auth"`
+	AuthorizationMethod              nText               `yaml:"authorization_method"`
+	AuthType                         nText               `yaml:"auth_type"`
+	ClientRegistration               nText               `yaml:"client_registration"`
+	RegistrationURL                  nText               `yaml:"registration_url"`
+	RegistrationParams               nObject             `yaml:"registration_params"`
+	AuthorizationURLReplacements     nMap                `yaml:"authorization_url_replacements"`
+	AuthorizationURLFragment         nText               `yaml:"authorization_url_fragment"`
+	AuthorizationURLSkipEncode       nList               `yaml:"authorization_url_skip_encode"`
+	AuthorizationURLSkipEmpty        nBool               `yaml:"authorization_url_skip_empty"`
+	AuthorizationCodeParamInCallback nText               `yaml:"authorization_code_param_in_callback"`
+	AuthorizationCodeParamInWebhook  nText               `yaml:"authorization_code_param_in_webhook"`
+	AlternateAccessTokenResponsePath nText               `yaml:"alternate_access_token_response_path"`
+	RequireClientCertificate         nBool               `yaml:"require_client_certificate"`
+	DecodeURL                        nBool               `yaml:"decode_url"`
+	RequestParams                    nMap                `yaml:"request_params"`
+	Installation                     nText               `yaml:"installation"`
+	IntegrationConfig                nFields             `yaml:"integration_config"`
+	ConnectionConfiguration          nList               `yaml:"connection_configuration"`
+	WebhookUserDefinedSecret         nBool               `yaml:"webhook_user_defined_secret"`
+	WebhookAllowedQueryParams        nList               `yaml:"webhook_allowed_query_params"`
+	WebhookResponseMetadata          nList               `yaml:"webhook_response_metadata"`
+	SetupGuideURL                    nText               `yaml:"setup_guide_url"`
+	PostConnectionScript             nText               `yaml:"post_connection_script"`
+	WebhookRoutingScript             nText               `yaml:"webhook_routing_script"`
+	CredentialsVerificationScript    nText               `yaml:"credentials_verification_script"`
+	PreConnectionDeletionScript      nText               `yaml:"pre_connection_deletion_script"`
+}
+
+type nangoTokenResponse struct {
+	Token                   nText `yaml:"token"`
+	TokenExpiration         nText `yaml:"token_expiration"`
+	TokenExpirationStrategy nText `yaml:"token_expiration_strategy"`
+	RefreshToken            nText `yaml:"refresh_token"`
+}
+
+type nangoStep struct {
+	TokenURL           nText `yaml:"token_url"`
+	TokenRequestMethod nText `yaml:"token_request_method"`
+	BodyFormat         nText `yaml:"body_format"`
+	TokenParams        nMap  `yaml:"token_params"`
+	TokenHeaders       nMap  `yaml:"token_headers"`
+}
+
+type nangoSignature struct {
+	Protocol           nText `yaml:"protocol"`
+	HMACSecretEncoding nText `yaml:"hmac_secret_encoding"`
+}
+
+type nangoToken struct {
+	SigningKey  nText   `yaml:"signing_key"`
+	ExpiresInMs nInt64  `yaml:"expires_in_ms"`
+	Header      nObject `yaml:"header"`
+	Payload     nObject `yaml:"payload"`
+}
+
+type nangoAssertion struct {
+	Type              nText   `yaml:"type"`
+	Key               nText   `yaml:"key"`
+	LifetimeInSeconds nInt64  `yaml:"lifetimeInSeconds"`
+	SingleUse         nBool   `yaml:"singleUse"`
+	Header            nObject `yaml:"header"`
+	Payload           nObject `yaml:"payload"`
 }
 
 type nangoProxy struct {
+	ConnectionConfig         nMap   `yaml:"connection_config"`
+	Body                     nMap   `yaml:"body"`
+	ForwardHeadersOnRedirect *nBool `yaml:"forward_headers_on_redirect"`
+
 	BaseURL      nText              `yaml:"base_url"`
 	Headers      nMap               `yaml:"headers"`
 	Query        nMap               `yaml:"query"`
@@ -217,6 +325,11 @@ type nangoRetry struct {
 	After     nList `yaml:"after"`
 	Remaining nText `yaml:"remaining"`
 	ErrorCode nList `yaml:"error_code"`
+	InBody    *struct {
+		Path     nText `yaml:"path"`
+		Value    nText `yaml:"value"`
+		Strategy nText `yaml:"strategy"`
+	} `yaml:"in_body"`
 }
 
 type nangoVerification struct {
@@ -225,6 +338,7 @@ type nangoVerification struct {
 	Endpoint        nText `yaml:"endpoint"`
 	BaseURLOverride nText `yaml:"base_url_override"`
 	Headers         nMap  `yaml:"headers"`
+	Data            nAny  `yaml:"data"`
 }
 
 type nangoField struct {
@@ -243,6 +357,8 @@ type nangoField struct {
 	Secret       nBool `yaml:"secret"`
 	Automated    nBool `yaml:"automated"`
 	Hidden       nBool `yaml:"hidden"`
+	Enum         nList `yaml:"enum"`
+	Warnings     nMap  `yaml:"warnings"`
 }
 
 func (e *nangoEntry) provider(key string) *Provider {
@@ -271,17 +387,27 @@ func (e *nangoEntry) provider(key string) *Provider {
 		TokenExpirationBuffer:  int(e.TokenExpirationBuffer),
 		ConnectionConfig:       e.ConnectionConfig,
 		Credentials:            e.Credentials,
-		OAuth2Options:          e.nangoOAuth2Options.options(),
+		AuthDetails:            e.details(),
 	}
+	p.TokenURLs = tokenURLs(&e.TokenURL)
 	if x := e.Proxy; x != nil {
 		p.Proxy = &Proxy{
-			BaseURL:    string(x.BaseURL),
-			Headers:    x.Headers,
-			Query:      x.Query,
-			Decompress: bool(x.Decompress),
+			BaseURL:          string(x.BaseURL),
+			Headers:          x.Headers,
+			Query:            x.Query,
+			Decompress:       bool(x.Decompress),
+			ConnectionConfig: x.ConnectionConfig,
+			Body:             x.Body,
+		}
+		if x.ForwardHeadersOnRedirect != nil {
+			b := bool(*x.ForwardHeadersOnRedirect)
+			p.Proxy.ForwardHeadersOnRedirect = &b
 		}
 		if r := x.Retry; r != nil {
 			p.Proxy.Retry = &Retry{At: r.At, After: r.After, Remaining: string(r.Remaining), ErrorCodes: r.ErrorCode}
+			if ib := r.InBody; ib != nil {
+				p.Proxy.Retry.InBody = &RetryInBody{Path: string(ib.Path), Value: string(ib.Value), Strategy: string(ib.Strategy)}
+			}
 		}
 		if v := x.Verification; v != nil {
 			endpoints := []string(v.Endpoints)
@@ -293,6 +419,7 @@ func (e *nangoEntry) provider(key string) *Provider {
 				Endpoints:       endpoints,
 				BaseURLOverride: string(v.BaseURLOverride),
 				Headers:         v.Headers,
+				Data:            v.Data.v,
 			}
 		}
 		if pg := x.Paginate; pg != nil {
@@ -316,6 +443,85 @@ func (e *nangoEntry) provider(key string) *Provider {
 		}
 	}
 	return p
+}
+
+// details returns the AuthDetails of the entry.
+func (e *nangoEntry) details() AuthDetails {
+	d := AuthDetails{
+		TokenHeaders:                     e.TokenHeaders,
+		BodyFormat:                       string(e.BodyFormat),
+		TokenRequestMethod:               string(e.TokenRequestMethod),
+		TokenExpiresInMs:                 int64(e.TokenExpiresInMs),
+		ExpiresInUnit:                    string(e.ExpiresInUnit),
+		RefreshTokenParams:               e.RefreshTokenParams,
+		RefreshTokenHeaders:              e.RefreshTokenHeaders,
+		RefreshTokenResponseMetadata:     e.RefreshTokenResponseMetadata,
+		TokenResponseHeaders:             e.TokenResponseHeaders,
+		AssertionOption:                  e.AssertionOption,
+		Auth:                             e.Auth,
+		AuthorizationMethod:              string(e.AuthorizationMethod),
+		AuthType:                         string(e.AuthType),
+		ClientRegistration:               string(e.ClientRegistration),
+		RegistrationURL:                  string(e.RegistrationURL),
+		RegistrationParams:               e.RegistrationParams.m,
+		AuthorizationURLReplacements:     e.AuthorizationURLReplacements,
+		AuthorizationURLFragment:         string(e.AuthorizationURLFragment),
+		AuthorizationURLSkipEncode:       e.AuthorizationURLSkipEncode,
+		AuthorizationURLSkipEmpty:        bool(e.AuthorizationURLSkipEmpty),
+		AuthorizationCodeParamInCallback: string(e.AuthorizationCodeParamInCallback),
+		AuthorizationCodeParamInWebhook:  string(e.AuthorizationCodeParamInWebhook),
+		AlternateAccessTokenResponsePath: string(e.AlternateAccessTokenResponsePath),
+		RequireClientCertificate:         bool(e.RequireClientCertificate),
+		DecodeURL:                        bool(e.DecodeURL),
+		RequestParams:                    e.RequestParams,
+		Installation:                     string(e.Installation),
+		IntegrationConfig:                e.IntegrationConfig,
+		ConnectionConfiguration:          e.ConnectionConfiguration,
+		WebhookUserDefinedSecret:         bool(e.WebhookUserDefinedSecret),
+		WebhookAllowedQueryParams:        e.WebhookAllowedQueryParams,
+		WebhookResponseMetadata:          e.WebhookResponseMetadata,
+		SetupGuideURL:                    string(e.SetupGuideURL),
+		PostConnectionScript:             string(e.PostConnectionScript),
+		WebhookRoutingScript:             string(e.WebhookRoutingScript),
+		CredentialsVerificationScript:    string(e.CredentialsVerificationScript),
+		PreConnectionDeletionScript:      string(e.PreConnectionDeletionScript),
+	}
+	if r := e.TokenResponse; r != nil {
+		d.TokenResponse = &TokenResponse{Token: string(r.Token), TokenExpiration: string(r.TokenExpiration),
+			TokenExpirationStrategy: string(r.TokenExpirationStrategy), RefreshToken: string(r.RefreshToken)}
+	}
+	for _, s := range e.AdditionalSteps {
+		d.AdditionalSteps = append(d.AdditionalSteps, TokenStep{TokenURL: string(s.TokenURL),
+			TokenRequestMethod: string(s.TokenRequestMethod), BodyFormat: string(s.BodyFormat),
+			TokenParams: s.TokenParams, TokenHeaders: s.TokenHeaders})
+	}
+	if s := e.Signature; s != nil {
+		d.Signature = &Signature{Protocol: string(s.Protocol), HMACSecretEncoding: string(s.HMACSecretEncoding)}
+	}
+	if t := e.Token; t != nil {
+		d.Token = &SignedToken{SigningKey: string(t.SigningKey), ExpiresInMs: int64(t.ExpiresInMs), Header: t.Header.m, Payload: t.Payload.m}
+	}
+	if a := e.Assertion; a != nil {
+		d.Assertion = &Assertion{Type: string(a.Type), Key: string(a.Key), LifetimeInSeconds: int64(a.LifetimeInSeconds),
+			SingleUse: bool(a.SingleUse), Header: a.Header.m, Payload: a.Payload.m}
+	}
+	return d
+}
+
+// tokenURLs reads every URL of a token_url: one per auth mode for a
+// mapping, nil for a plain string.
+func tokenURLs(n *yaml.Node) map[string]string {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if v := deref(n.Content[i+1]); v != nil && v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
+			out[n.Content[i].Value] = v.Value
+		}
+	}
+	return out
 }
 
 // tokenURLFor reads a token_url that is either a string or a mapping from
@@ -433,6 +639,55 @@ func (i *nInt) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: want an integer", n.Line)
 }
 
+// nInt64 is a 64-bit integer; numeric strings are accepted too.
+type nInt64 int64
+
+func (i *nInt64) UnmarshalYAML(n *yaml.Node) error {
+	n = deref(n)
+	if n == nil || (n.Kind == yaml.ScalarNode && (n.Tag == "!!null" || n.Value == "")) {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode {
+		if v, err := strconv.ParseInt(strings.TrimSpace(n.Value), 10, 64); err == nil {
+			*i = nInt64(v)
+			return nil
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(n.Value), 64); err == nil && f >= -1<<62 && f < 1<<62 {
+			*i = nInt64(f)
+			return nil
+		}
+	}
+	return fmt.Errorf("line %d: want an integer", n.Line)
+}
+
+// nAny is any YAML value, converted to what encoding/json accepts.
+type nAny struct{ v any }
+
+func (a *nAny) UnmarshalYAML(n *yaml.Node) error {
+	n = deref(n)
+	if n == nil {
+		return nil
+	}
+	var x any
+	if err := n.Decode(&x); err != nil {
+		return err
+	}
+	a.v = jsonable(x)
+	return nil
+}
+
+// nObject is a mapping of any values; anything else reads as nothing.
+type nObject struct{ m map[string]any }
+
+func (o *nObject) UnmarshalYAML(n *yaml.Node) error {
+	var a nAny
+	if err := a.UnmarshalYAML(n); err != nil {
+		return err
+	}
+	o.m, _ = a.v.(map[string]any)
+	return nil
+}
+
 // nMap is a mapping of strings; scalar values read as their text, nested
 // values as JSON.
 type nMap map[string]string
@@ -531,6 +786,8 @@ func (f *nFields) UnmarshalYAML(n *yaml.Node) error {
 			Secret:       bool(nf.Secret),
 			Automated:    bool(nf.Automated),
 			Hidden:       bool(nf.Hidden),
+			Enum:         nf.Enum,
+			Warnings:     nf.Warnings,
 		}
 	}
 	*f = out

@@ -27,6 +27,7 @@ func nangoFixtureWant() []*Provider {
 			TokenURL:         "https://github.com/login/oauth/access_token",
 			Proxy: &Proxy{BaseURL: "https://api.github.com", Retry: githubRetry,
 				Paginate: &Paginate{Type: "link", LinkRelInResponseHeader: "next", LimitNameInRequest: "per_page"}},
+			AuthDetails: AuthDetails{SetupGuideURL: "https://docs.github.com/en/apps/oauth-apps", WebhookRoutingScript: "someRoutingScript"},
 		},
 		{
 			Name:             "github-enterprise",
@@ -43,6 +44,8 @@ func nangoFixtureWant() []*Provider {
 				"hostname": {Type: "string", Title: "Hostname", Description: "The host of your GitHub Enterprise Server.",
 					Example: "github.example.com", Format: "hostname", Order: 1},
 			},
+			// Inherited from github.
+			AuthDetails:   AuthDetails{SetupGuideURL: "https://docs.github.com/en/apps/oauth-apps", WebhookRoutingScript: "someRoutingScript"},
 			aliasResolved: true,
 		},
 		{
@@ -56,6 +59,7 @@ func nangoFixtureWant() []*Provider {
 			ScopeSeparator:        ",",
 			TokenResponseMetadata: []string{"incoming_webhook.url", "team.id"},
 			Proxy:                 &Proxy{BaseURL: "https://slack.com/api", Retry: &Retry{After: []string{"retry-after"}}},
+			AuthDetails:           AuthDetails{PostConnectionScript: "somePostConnectionScript"},
 		},
 		{
 			Name:             "zendesk",
@@ -161,6 +165,10 @@ func nangoFixtureWant() []*Provider {
 			// CUSTOM is not a key of the token_url mapping: OAUTH2 wins.
 			TokenURL: "https://github.com/login/oauth/access_token",
 			Proxy:    &Proxy{BaseURL: "https://api.github.com"},
+			AuthDetails: AuthDetails{TokenURLs: map[string]string{
+				"APP":    "https://api.github.com/app/installations/${connectionConfig.installation_id}/access_tokens",
+				"OAUTH2": "https://github.com/login/oauth/access_token",
+			}},
 		},
 		{
 			Name:        "acme-mcp",
@@ -168,6 +176,7 @@ func nangoFixtureWant() []*Provider {
 			AuthMode:    "MCP_OAUTH2",
 			Categories:  []string{"mcp"},
 			Proxy:       &Proxy{BaseURL: "https://mcp.acme.example"},
+			AuthDetails: AuthDetails{ClientRegistration: "dynamic"},
 		},
 		{
 			Name:                  "quirky",
@@ -386,15 +395,7 @@ func TestLoadErrors(t *testing.T) {
 		{"list at top", load, "- a\n- b\n", "want a mapping"},
 		{"scalar at top", loadNango, "hello\n", "want a mapping"},
 		{"bad yaml", load, "a: [\n", "parsing providers"},
-		{"nango entry not a mapping", load, "github: 1\n", `provider "github" (line 1): want a mapping`},
-		{"nango alias cycle", load, "a: {alias: b}\nb: {alias: a}\n", "alias cycle"},
-		{"nango bad bool", load, "a: {display_name: A, disable_pkce: maybe}\n", `provider "a"`},
-		{"nango bad list", load, "a: {default_scopes: {x: 1}}\n", "want a list of strings"},
-		{"nango duplicate key", loadNango, "a: {display_name: A}\na: {display_name: B}\n", "a"},
-		{"own unknown field", load, "providers:\n  - name: x\n    display_nam: X\n", "display_nam"},
-		{"own wrong type", load, "providers:\n  - name: x\n    categories: {a: b}\n", "cannot unmarshal"},
-		{"own empty entry", load, "providers:\n  -\n", "entry 0 is empty"},
-		{"own alias cycle", load, "providers:\n  - {name: a, alias: b}\n  - {name: b, alias: a}\n", "alias cycle"},
+		{"own unknown top-level key", load, "providers:\n  - {name: x}\nextra: 1\n", `unknown field "extra"`},
 		{"too large", load, "a: '" + strings.Repeat("x", maxDocumentSize) + "'\n", "larger than"},
 	}
 	for _, tt := range tests {
@@ -403,6 +404,79 @@ func TestLoadErrors(t *testing.T) {
 			_, err := tt.loader(tt.doc)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("error = %v; want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestLoadEntryProblems: a bad entry does not fail Load. It comes back as
+// a provider carrying its problem, which a strict catalogue reports and a
+// lenient one lists as unusable, with the good entries around it usable.
+func TestLoadEntryProblems(t *testing.T) {
+	t.Parallel()
+	const nangoGood = "ok: {display_name: OK, auth_mode: NONE}\n"
+	const ownGood = "providers:\n  - {name: ok, display_name: OK, auth_mode: NONE}\n"
+	tests := []struct {
+		name    string
+		doc     string
+		bad     string // the unusable provider; "" when the entry cannot be listed
+		wantErr string
+	}{
+		{"nango entry not a mapping", nangoGood + "github: 1\n", "github", "line 2: want a mapping"},
+		{"nango alias cycle", nangoGood + "a: {alias: b}\nb: {alias: a}\n", "a", "alias cycle a -> b -> a"},
+		{"nango unknown alias", nangoGood + "a: {alias: nope, display_name: A}\n", "a", `alias: unknown provider "nope"`},
+		{"nango bad bool", nangoGood + "a: {display_name: A, auth_mode: NONE, disable_pkce: maybe}\n", "a", "want a boolean"},
+		{"nango bad list", nangoGood + "a: {display_name: A, default_scopes: {x: 1}}\n", "a", "want a list of strings"},
+		{"nango unknown mode", nangoGood + "a: {display_name: A, auth_mode: FANCY}\n", "a", `auth_mode: unknown auth mode "FANCY"`},
+		{"nango bad template", nangoGood + "a: {display_name: A, auth_mode: NONE, proxy: {base_url: 'https://${nope}.example'}}\n", "a", `unknown variable "nope"`},
+		{"nango duplicate key", nangoGood + "a: {display_name: A, auth_mode: NONE}\na: {display_name: B}\n", "", "duplicate"},
+		{"own unknown field", ownGood + "  - name: x\n    display_nam: X\n", "x", "display_nam"},
+		{"own wrong type", ownGood + "  - name: x\n    categories: {a: b}\n", "x", "cannot unmarshal"},
+		{"own empty entry", ownGood + "  -\n", "", "entry 1 is empty"},
+		{"own alias cycle", ownGood + "  - {name: a, alias: b}\n  - {name: b, alias: a}\n", "a", "alias cycle"},
+		{"own unknown alias", ownGood + "  - {name: a, alias: nope}\n", "a", `unknown provider "nope"`},
+		{"own unknown mode", ownGood + "  - {name: a, display_name: A, auth_mode: FANCY}\n", "a", `unknown auth mode "FANCY"`},
+		{"own bad template", ownGood + "  - {name: a, display_name: A, auth_mode: NONE, proxy: {base_url: 'https://${nope}.example'}}\n", "a", `unknown variable "nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ps, err := load(tt.doc)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if _, err := BuildCatalog(nil, BuildOptions{Strict: true}, ps...); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("strict build: error = %v; want one containing %q", err, tt.wantErr)
+			}
+			c, err := BuildCatalog(nil, BuildOptions{}, ps...)
+			if err != nil {
+				t.Fatalf("lenient build: %v", err)
+			}
+			if p, ok := c.Get("ok"); !ok || p.DisplayName != "OK" {
+				t.Errorf("Get(ok) = %v, %v; want the good provider", p, ok)
+			}
+			if c.Unusable("ok") != nil {
+				t.Errorf("Unusable(ok) = %v; want nil", c.Unusable("ok"))
+			}
+			var all []string
+			for _, u := range c.Problems() {
+				all = append(all, u.Error())
+			}
+			if !strings.Contains(strings.Join(all, "\n"), tt.wantErr) {
+				t.Errorf("Problems() = %q; want one containing %q", all, tt.wantErr)
+			}
+			if tt.bad == "" {
+				return
+			}
+			if _, ok := c.Get(tt.bad); ok {
+				t.Errorf("Get(%q) returned an unusable provider", tt.bad)
+			}
+			if _, ok := c.Lookup(tt.bad); !ok {
+				t.Errorf("Lookup(%q) = false; want the unusable provider listed", tt.bad)
+			}
+			var ue *UnusableError
+			if err := c.Unusable(tt.bad); !errors.As(err, &ue) || ue.Provider != tt.bad || !strings.Contains(ue.Reason(), tt.wantErr) {
+				t.Errorf("Unusable(%q) = %v; want an *UnusableError containing %q", tt.bad, err, tt.wantErr)
 			}
 		})
 	}

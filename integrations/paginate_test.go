@@ -98,7 +98,8 @@ link-api:
 		t.Errorf("NewCatalog: %v", err)
 	}
 
-	_, err = LoadNangoYAML(strings.NewReader(`
+	// A bad entry loads, carrying its problem: Validate names it.
+	bad, err := LoadNangoYAML(strings.NewReader(`
 bad:
   display_name: Bad
   auth_mode: NONE
@@ -106,7 +107,10 @@ bad:
     paginate:
       limit: many
 `))
-	if err == nil || !strings.Contains(err.Error(), `provider "bad"`) || !strings.Contains(err.Error(), "want an integer") {
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad[0].Validate(); err == nil || !strings.Contains(err.Error(), `provider "bad"`) || !strings.Contains(err.Error(), "want an integer") {
 		t.Errorf("a non-numeric limit: %v, want an error naming the provider", err)
 	}
 }
@@ -135,8 +139,8 @@ func TestLoadOwnFormatPaginate(t *testing.T) {
 		t.Errorf("proxy.paginate (-want +got):\n%s", diff)
 	}
 
-	// Our format is strict: a misspelt key is an error.
-	_, err = Load(strings.NewReader(`providers:
+	// Our format is strict: a misspelt key is a problem of its entry.
+	ps, err = Load(strings.NewReader(`providers:
   - name: acme
     display_name: Acme
     auth_mode: NONE
@@ -145,7 +149,10 @@ func TestLoadOwnFormatPaginate(t *testing.T) {
         type: offset
         offset_name: offset
 `))
-	if err == nil || !strings.Contains(err.Error(), "offset_name") {
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ps[0].Validate(); err == nil || !strings.Contains(err.Error(), "offset_name") {
 		t.Errorf("an unknown paginate key: %v, want an error naming it", err)
 	}
 }

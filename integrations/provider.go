@@ -12,9 +12,8 @@ import (
 
 // The auth modes a provider may declare: the values of Provider.AuthMode,
 // spelled as in Nango's providers.yaml so that data and wire forms stay
-// interchangeable. OAUTH2, OAUTH1, OAUTH2_CC, API_KEY, BASIC, APP and NONE
-// are the core modes; TBA, JWT and TWO_STEP are accepted as data so that
-// such providers can be catalogued whether or not a flow implements them.
+// interchangeable: every mode of Nango's file has a constant. Each mode
+// needs some fields, which [Provider.Validate] checks.
 const (
 	// AuthModeOAuth2 is the OAuth 2 authorization-code grant, with refresh.
 	AuthModeOAuth2 = "OAUTH2"
@@ -38,17 +37,43 @@ const (
 	AuthModeTBA = "TBA"
 	// AuthModeJWT is a JWT minted locally and sent as a bearer token.
 	AuthModeJWT = "JWT"
-	// AuthModeTwoStep exchanges user-supplied credentials for a token.
+	// AuthModeTwoStep exchanges user-supplied credentials for a token: a
+	// request to TokenURL (after any AdditionalSteps) whose answer holds
+	// the token at TokenResponse.Token.
 	AuthModeTwoStep = "TWO_STEP"
+	// AuthModeMCPOAuth2 is OAuth 2 against an MCP server, with the client
+	// registered statically or dynamically (ClientRegistration,
+	// RegistrationURL).
+	AuthModeMCPOAuth2 = "MCP_OAUTH2"
+	// AuthModeMCPOAuth2Generic is OAuth 2 against any MCP server, whose
+	// endpoints are discovered from the connection's mcp_server_url.
+	AuthModeMCPOAuth2Generic = "MCP_OAUTH2_GENERIC"
+	// AuthModeAWSSigV4 signs each proxied request with AWS Signature
+	// Version 4, with credentials from an assumed IAM role.
+	AuthModeAWSSigV4 = "AWS_SIGV4"
+	// AuthModeBill is Bill.com's session login: credentials are posted to
+	// TokenURL for a session ID.
+	AuthModeBill = "BILL"
+	// AuthModeSignature computes a signed header per request (Signature
+	// protocol WSSE) from a username and password.
+	AuthModeSignature = "SIGNATURE"
+	// AuthModeInstallPlugin is a plugin installed from the provider's
+	// marketplace; AuthType says how its requests are then authorized.
+	AuthModeInstallPlugin = "INSTALL_PLUGIN"
+	// AuthModeCustom combines an OAuth 2 user authorization with an app
+	// installation (GitHub App OAuth): TokenURLs holds both token URLs.
+	AuthModeCustom = "CUSTOM"
 )
 
 // KnownAuthMode reports whether mode is one of the AuthMode constants.
-// Providers with another mode (Nango's MCP_OAUTH2, for example) load but do
-// not validate.
+// Providers with another mode load but do not validate: a lenient
+// catalogue lists them as unusable.
 func KnownAuthMode(mode string) bool {
 	switch mode {
 	case AuthModeOAuth2, AuthModeOAuth1, AuthModeOAuth2CC, AuthModeAPIKey, AuthModeBasic,
-		AuthModeApp, AuthModeNone, AuthModeTBA, AuthModeJWT, AuthModeTwoStep:
+		AuthModeApp, AuthModeNone, AuthModeTBA, AuthModeJWT, AuthModeTwoStep,
+		AuthModeMCPOAuth2, AuthModeMCPOAuth2Generic, AuthModeAWSSigV4, AuthModeBill,
+		AuthModeSignature, AuthModeInstallPlugin, AuthModeCustom:
 		return true
 	}
 	return false
@@ -200,9 +225,13 @@ type Provider struct {
 	// and matched to a connection. Nil when not described.
 	WebhookRouting *WebhookRouting `yaml:"webhook_routing,omitempty" json:"webhook_routing,omitempty"`
 
-	// OAuth2Options are the details of the OAuth 2 flows (see
-	// OAuth2Options); their keys sit at the top level.
-	OAuth2Options `yaml:",inline"`
+	// AuthDetails are the fields of the less common auth modes and of
+	// Nango's per-provider quirks; see the type.
+	AuthDetails `yaml:",inline"`
+
+	// loadProblems are problems found while reading the provider's entry;
+	// Validate reports them.
+	loadProblems []loadProblem
 
 	// aliasResolved records that Alias has already been applied, so a
 	// catalogue does not apply it a second time.
@@ -238,6 +267,19 @@ type Proxy struct {
 	// functions that page through them (Nango's proxy.paginate). A
 	// function's own settings are merged over it. Nil when not described.
 	Paginate *Paginate `yaml:"paginate,omitempty" json:"paginate,omitempty"`
+
+	// ConnectionConfig (values are templates) are values computed from a
+	// connection's own for proxied requests, such as a header built from
+	// several keys (Nango's proxy.connection_config).
+	ConnectionConfig map[string]string `yaml:"connection_config,omitempty" json:"connection_config,omitempty"`
+
+	// Body (values are templates) are fields added to the JSON body of
+	// every proxied request, for APIs that take the key in the body.
+	Body map[string]string `yaml:"body,omitempty" json:"body,omitempty"`
+
+	// ForwardHeadersOnRedirect says whether the injected headers follow a
+	// redirect to another host. Nil means the proxy's default.
+	ForwardHeadersOnRedirect *bool `yaml:"forward_headers_on_redirect,omitempty" json:"forward_headers_on_redirect,omitempty"`
 }
 
 // The types of pagination (Paginate.Type).
@@ -330,6 +372,18 @@ type Retry struct {
 	// ErrorCodes lists the statuses worth retrying, such as "429", "5xx"
 	// or "500-502". Empty means the proxy's defaults.
 	ErrorCodes []string `yaml:"error_code,omitempty" json:"error_code,omitempty"`
+	// InBody detects a rate limit from the response body rather than its
+	// headers.
+	InBody *RetryInBody `yaml:"in_body,omitempty" json:"in_body,omitempty"`
+}
+
+// RetryInBody detects a rate limit in a response body: the value at Path
+// matches the regular expression Value, whose first group tells when to
+// retry, read as Strategy says ("at": a time, "after": a delay).
+type RetryInBody struct {
+	Path     string `yaml:"path" json:"path"`
+	Value    string `yaml:"value" json:"value"`
+	Strategy string `yaml:"strategy,omitempty" json:"strategy,omitempty"`
 }
 
 // Verification is a request that succeeds only with valid credentials.
@@ -343,6 +397,8 @@ type Verification struct {
 	BaseURLOverride string `yaml:"base_url_override,omitempty" json:"base_url_override,omitempty"`
 	// Headers (values are templates) are added to the verification request.
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Data is the JSON body of the verification request.
+	Data any `yaml:"data,omitempty" json:"data,omitempty"`
 }
 
 // FieldSpec describes one input an end user (or the OAuth flow) supplies:
@@ -380,6 +436,10 @@ type FieldSpec struct {
 	Automated bool `yaml:"automated,omitempty" json:"automated,omitempty"`
 	// Hidden fields are not shown in forms.
 	Hidden bool `yaml:"hidden,omitempty" json:"hidden,omitempty"`
+	// Enum lists the values the field may take, for a form's select.
+	Enum []string `yaml:"enum,omitempty" json:"enum,omitempty"`
+	// Warnings are texts shown when a value is chosen, keyed by value.
+	Warnings map[string]string `yaml:"warnings,omitempty" json:"warnings,omitempty"`
 }
 
 // WebhookRouting describes, as data, how an incoming webhook from the
@@ -493,10 +553,11 @@ func (p *Provider) Clone() *Provider {
 	c.TokenResponseMetadata = slices.Clone(p.TokenResponseMetadata)
 	c.RedirectURIMetadata = slices.Clone(p.RedirectURIMetadata)
 	c.Proxy = p.Proxy.clone()
-	c.ConnectionConfig = maps.Clone(p.ConnectionConfig)
-	c.Credentials = maps.Clone(p.Credentials)
+	c.ConnectionConfig = cloneFields(p.ConnectionConfig)
+	c.Credentials = cloneFields(p.Credentials)
 	c.WebhookRouting = p.WebhookRouting.clone()
-	c.OAuth2Options = p.OAuth2Options.clone()
+	c.AuthDetails = p.AuthDetails.clone()
+	c.loadProblems = slices.Clone(p.loadProblems)
 	return &c
 }
 
@@ -512,15 +573,26 @@ func (x *Proxy) clone() *Proxy {
 		r.At = slices.Clone(x.Retry.At)
 		r.After = slices.Clone(x.Retry.After)
 		r.ErrorCodes = slices.Clone(x.Retry.ErrorCodes)
+		if x.Retry.InBody != nil {
+			b := *x.Retry.InBody
+			r.InBody = &b
+		}
 		c.Retry = &r
 	}
 	if x.Verification != nil {
 		v := *x.Verification
 		v.Endpoints = slices.Clone(x.Verification.Endpoints)
 		v.Headers = maps.Clone(x.Verification.Headers)
+		v.Data = cloneJSON(x.Verification.Data)
 		c.Verification = &v
 	}
 	c.Paginate = x.Paginate.Clone()
+	c.ConnectionConfig = maps.Clone(x.ConnectionConfig)
+	c.Body = maps.Clone(x.Body)
+	if x.ForwardHeadersOnRedirect != nil {
+		b := *x.ForwardHeadersOnRedirect
+		c.ForwardHeadersOnRedirect = &b
+	}
 	return &c
 }
 
@@ -610,7 +682,8 @@ func inherit(base, over *Provider) *Provider {
 	if o.WebhookRouting != nil {
 		p.WebhookRouting = o.WebhookRouting
 	}
-	p.OAuth2Options = p.OAuth2Options.inherit(o.OAuth2Options)
+	inheritDetails(&p.AuthDetails, &o.AuthDetails)
+	p.loadProblems = append(p.loadProblems, o.loadProblems...)
 	return p
 }
 
@@ -687,6 +760,9 @@ func (v *validator) addf(field, format string, args ...any) {
 
 func (v *validator) check() {
 	p := v.p
+	for _, lp := range p.loadProblems {
+		v.addf(lp.field, "%s", lp.problem)
+	}
 	switch {
 	case p.Name == "":
 		v.addf("name", "missing")
@@ -696,7 +772,7 @@ func (v *validator) check() {
 	if strings.TrimSpace(p.DisplayName) == "" {
 		v.addf("display_name", "missing")
 	}
-	p.OAuth2Options.check(v)
+	v.checkOAuth2Options()
 	switch {
 	case p.AuthMode == "":
 		v.addf("auth_mode", "missing")
@@ -711,7 +787,7 @@ func (v *validator) check() {
 	}
 	switch p.AuthMode {
 	case AuthModeOAuth2:
-		if !p.UsesClientCredentials() {
+		if !p.UsesClientCredentials() && p.Installation != "outbound" {
 			need("authorization_url", p.AuthorizationURL)
 		}
 		need("token_url", p.TokenURL)
@@ -800,6 +876,7 @@ func (v *validator) check() {
 	v.checkFields("connection_config", p.ConnectionConfig)
 	v.checkFields("credentials", p.Credentials)
 	v.checkWebhook()
+	v.checkDetails()
 }
 
 // checkPaginate checks the values of proxy.paginate that a provider
@@ -914,9 +991,11 @@ func (v *validator) credentialDeclared(key string) bool {
 	case AuthModeBasic:
 		return key == "username" || key == "password"
 	case AuthModeAPIKey:
-		return key == "apiKey"
+		if key == "apiKey" {
+			return true
+		}
 	}
-	return false
+	return v.p.declaresCredential(v.p.AuthMode, key)
 }
 
 func (v *validator) checkURL(field, s string) {
@@ -955,11 +1034,14 @@ type APIProvider struct {
 	Proxy                  *Proxy               `json:"proxy,omitempty"`
 	ConnectionConfig       map[string]FieldSpec `json:"connection_config,omitempty"`
 	Credentials            map[string]FieldSpec `json:"credentials,omitempty"`
-	OAuth2Options
+	AuthDetails
+	// Unusable says why the catalogue cannot use the provider; empty when
+	// it can. API leaves it empty: the catalogue knows (Catalog.Unusable).
+	Unusable string `json:"unusable,omitempty"`
 }
 
 // API returns the wire form of p. It shares nothing with p. Webhook routing
-// is not part of the wire form.
+// is not part of the wire form; [AuthDetails] are.
 func (p *Provider) API() APIProvider {
 	c := p.Clone()
 	cats := c.Categories
@@ -993,6 +1075,6 @@ func (p *Provider) API() APIProvider {
 		Proxy:                  c.Proxy,
 		ConnectionConfig:       c.ConnectionConfig,
 		Credentials:            c.Credentials,
-		OAuth2Options:          c.OAuth2Options,
+		AuthDetails:            c.AuthDetails,
 	}
 }
