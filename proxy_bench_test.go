@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -72,7 +73,7 @@ func BenchmarkProxy(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		do   func(i int) error
-	}{{"bare", f.bare}, {"proxy", f.proxy(f.cached)}, {"proxy_nocache", f.proxy(f.uncached)}} {
+	}{{"bare", f.bare}, {"proxy", f.proxy(f.cached)}, {"proxy_nocache", f.proxy(f.uncached)}, {"proxy_signed", f.signed}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			d, err := runConcurrent(b.N, proxyBenchWorkers, v.do)
@@ -90,6 +91,7 @@ func BenchmarkProxy(b *testing.B) {
 			{"bare", f.bare},
 			{"proxy", f.proxy(f.cached)},
 			{"proxy_nocache", f.proxy(f.uncached)},
+			{"proxy_signed", f.signed},
 		}
 		// Warm-up, not measured: connection pools, and the proxy's cache
 		// (which a long run refills every ProxyCacheTTL anyway).
@@ -124,9 +126,13 @@ func BenchmarkProxy(b *testing.B) {
 		b.ReportMetric(prox/bare, "ratio")
 		b.ReportMetric(nocache, "nocache-req/s")
 		b.ReportMetric(nocache/bare, "nocache-ratio")
+		signed := rate(spent[3])
+		b.ReportMetric(signed, "signed-req/s")
+		b.ReportMetric(signed/bare, "signed-ratio")
 		if b.N >= proxyBenchBlock {
 			fmt.Printf("proxy throughput (%d in flight, N=%d each): bare ReverseProxy %.0f req/s, proxy %.0f req/s, ratio %.2f (goal >= 0.9); "+
-				"without the connection cache %.0f req/s, ratio %.2f\n", proxyBenchWorkers, b.N, bare, prox, prox/bare, nocache, nocache/bare)
+				"without the connection cache %.0f req/s, ratio %.2f; with headers computed per request (sha256Hex, now, random) %.0f req/s, ratio %.2f (goal >= 0.85)\n",
+				proxyBenchWorkers, b.N, bare, prox, prox/bare, nocache, nocache/bare, signed, signed/bare)
 			fmt.Printf("CPU of this process per request (client, proxies and upstream together; Postgres not counted): bare %.1f µs, proxy %.1f µs, proxy_nocache %.1f µs; upstream connections opened so far: %d\n",
 				perReq(cpu[0]), perReq(cpu[1]), perReq(cpu[2]), upstreamConns.Load())
 		}
@@ -184,6 +190,10 @@ func newProxyBench(b *testing.B) *proxyBench {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
+		if strings.HasPrefix(r.URL.Path, "/signed/") && (len(r.Header.Get("X-Sig")) != 64 || r.Header.Get("X-Date") == "" || len(r.Header.Get("X-Request-Id")) != 36) {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.Write(body)
@@ -226,7 +236,17 @@ func newProxyBench(b *testing.B) *proxyBench {
 	cat, err := base.With(&integrations.Provider{Name: "bench-api", DisplayName: "Bench API", AuthMode: integrations.AuthModeOAuth2,
 		AuthorizationURL: "https://example.com/authorize", TokenURL: "https://example.com/token",
 		ConnectionConfig: map[string]integrations.FieldSpec{"path": {Type: "string", Title: "Path"}},
-		Proxy:            &integrations.Proxy{BaseURL: upstream.URL + "/${connectionConfig.path}"}})
+		Proxy:            &integrations.Proxy{BaseURL: upstream.URL + "/${connectionConfig.path}"}},
+		// Headers computed for each request: a signature over the method,
+		// path and a credential, a date and a request id.
+		&integrations.Provider{Name: "bench-signed", DisplayName: "Bench signed API", AuthMode: integrations.AuthModeOAuth2,
+			AuthorizationURL: "https://example.com/authorize", TokenURL: "https://example.com/token",
+			Credentials: map[string]integrations.FieldSpec{"secret": {Type: "string"}},
+			Proxy: &integrations.Proxy{BaseURL: upstream.URL + "/signed", Headers: map[string]string{
+				"X-Sig":        "${sha256Hex(${method}${path}${credentials.secret})}",
+				"X-Date":       "${now:ddd, DD MMM YYYY HH:mm:ss ZZ}",
+				"X-Request-Id": "${random}",
+			}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -255,11 +275,13 @@ func newProxyBench(b *testing.B) *proxyBench {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "bench-api", UniqueKey: "api",
-			Credentials: &integrations.Credentials{Type: "OAUTH2", ClientID: "cid", ClientSecret: "csecret"}}); err != nil {
-			b.Fatal(err)
+		for _, in := range [][2]string{{"bench-api", "api"}, {"bench-signed", "signed"}} {
+			if _, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: in[0], UniqueKey: in[1],
+				Credentials: &integrations.Credentials{Type: "OAUTH2", ClientID: "cid", ClientSecret: "csecret"}}); err != nil {
+				b.Fatal(err)
+			}
+			seedProxyConnections(b, svc, env.ID, in[1])
 		}
-		seedProxyConnections(b, svc, env.ID)
 		srv := httptest.NewServer(svc.Handler())
 		b.Cleanup(srv.Close)
 		*v.url, *v.key = srv.URL, key
@@ -271,7 +293,7 @@ func newProxyBench(b *testing.B) *proxyBench {
 	return f
 }
 
-func seedProxyConnections(b *testing.B, svc *connect.Service, envID int64) {
+func seedProxyConnections(b *testing.B, svc *connect.Service, envID int64, integration string) {
 	b.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, proxyBenchConnections)
@@ -281,8 +303,9 @@ func seedProxyConnections(b *testing.B, svc *connect.Service, envID int64) {
 			for i := range next {
 				at := fmt.Sprintf("gho_access_token_%04d_xxxxxxxxxxxxxxxxxxxx", i)
 				_, _, err := svc.Connections().Import(context.Background(), envID, connections.ImportInput{
-					ProviderConfigKey: "api", ConnectionID: "user-" + strconv.Itoa(i), AccessToken: at,
+					ProviderConfigKey: integration, ConnectionID: "user-" + strconv.Itoa(i), AccessToken: at,
 					RefreshToken: "ghr_refresh_" + strconv.Itoa(i), NoExpiration: true,
+					Raw:              map[string]any{"secret": "bench_secret_" + strconv.Itoa(i)},
 					ConnectionConfig: map[string]any{"path": "api"},
 				})
 				if err != nil {
@@ -308,9 +331,13 @@ func connectProxyConfig() proxy.Config {
 
 // headers are the headers @nangohq/node's get() sends for connection i.
 func (f *proxyBench) headers(i int) http.Header {
+	return f.headersOf(i, "api")
+}
+
+func (f *proxyBench) headersOf(i int, integration string) http.Header {
 	return http.Header{
 		"Connection-Id":         {"user-" + strconv.Itoa(i)},
-		"Provider-Config-Key":   {"api"},
+		"Provider-Config-Key":   {integration},
 		"Base-Url-Override":     {""},
 		"Nango-Activity-Log-Id": {""},
 		"Accept":                {"application/json, text/plain, */*"},
@@ -338,6 +365,14 @@ func (f *proxyBench) proxy(key string) func(i int) error {
 	return func(int) error {
 		return f.get(u+"/proxy/user", f.authed(rand.IntN(proxyBenchConnections), key))
 	}
+}
+
+// signed calls the provider whose headers are computed per request
+// (through the cached service).
+func (f *proxyBench) signed(int) error {
+	h := f.headersOf(rand.IntN(proxyBenchConnections), "signed")
+	h.Set("Authorization", "Bearer "+f.cached)
+	return f.get(f.cachedURL+"/proxy/user", h)
 }
 
 func (f *proxyBench) get(u string, h http.Header) error {

@@ -16,16 +16,63 @@
 // the same struct is read from YAML and written as JSON.
 //
 // Strings that vary per connection are templates, kept as written in the
-// data: ${connectionConfig.subdomain}, ${credentials.username}, ${apiKey},
-// ${accessToken}, ${clientId}, with "A || B" meaning "B when A cannot be
-// resolved". [Interpolate] resolves them for one connection. URL templates
-// are built with [Provider.RenderURL] instead, which checks every value at
-// the position it takes (a host label, the whole origin, a path segment,
-// the query) so that no value moves the request to another host:
-// [Provider.CheckURLValues] runs the same checks on connection config
-// before it is stored, and [Provider.SecretHostKeys] names the keys that
-// decide the host of a URL carrying the integration's secrets.
-// [FieldSpec.CheckValue] checks an end user's value against its field.
+// data. URL templates are built with [Provider.RenderURL] instead of being
+// evaluated directly: it checks every value at the position it takes (a
+// host label, the whole origin, the port, a path segment, the query) so
+// that no value moves the request to another host: [Provider.CheckURLValues]
+// runs the same checks on connection config before it is stored, and
+// [Provider.SecretHostKeys] names the keys that decide the host of a URL
+// carrying the integration's secrets. [FieldSpec.CheckValue] checks an end
+// user's value against its field.
+//
+// # Templates
+//
+// [ParseTemplate] parses a template into a [Template] (an expression tree,
+// parsed once; [Interpolate] and [Placeholders] are shortcuts over a cache
+// of parsed templates) and [Template.Eval] computes it from
+// [TemplateVars]. The language is the one of Nango's providers.yaml:
+//
+//   - Literal text, and ${...} expressions. "A || B" at the top level lists
+//     alternatives (spaces around them are trimmed): the first whose values
+//     are all present wins. ${a || b} picks the first of two expressions.
+//   - Variables: ${connectionConfig.KEY}, ${credentials.KEY},
+//     ${credentials.raw.PATH} (a dotted path into the raw token response),
+//     the bare names ${apiKey}, ${accessToken}, ${clientId},
+//     ${clientSecret}, ${token}, ${refresh_token}, ${apiSubdomain},
+//     ${stepN.PATH} and ${assertionOption.PATH} (from TemplateVars.Extra).
+//     A variable without a value, or with an empty one, fails its
+//     alternative; when every alternative fails, Eval returns a
+//     [MissingValueError] naming the variables.
+//   - The request's values: ${method}, ${host} (with its port), ${path}
+//     (escaped), ${endpoint} (as the caller gave it, without query),
+//     ${params} (Duo's canonical parameters: the form or JSON body of a
+//     POST, PUT or PATCH, else the query, sorted and RFC 3986 encoded),
+//     ${urlCanonicalParams} (the query, so), ${bodyCanonicalParams} (the
+//     raw body) and ${contentType}.
+//   - ${now} (ISO 8601 with milliseconds, UTC), ${now:FORMAT} with dayjs's
+//     tokens (YYYY, MM, DD, HH, mm, ss, SSS, ddd, MMM, ZZ, X for Unix
+//     seconds, x for milliseconds, [text] for literal text...) and
+//     ${now+N:UNIT[:FORMAT]} or ${now-N:...} (UNIT: seconds, minutes,
+//     hours, days, weeks, months, years); ${random}, a random UUID.
+//   - Functions, nested to any depth; each argument is itself a template
+//     (text and ${...}), arguments are separated by the commas outside
+//     parentheses and ${...} and trimmed: base64(s), sha256Hex(s),
+//     sha256Base64(s), hmacSha1Hex(message, key), ed25519Sign(message,
+//     key) (an Ed25519 PKCS #8 PEM key; the signature in base64),
+//     fingerprint(key) ("SHA256:" and the base64 digest of a private key's
+//     public key, as Snowflake names it) and awsSigV4(accessKey, secretKey,
+//     region, service[, host]) (the Authorization header of AWS Signature
+//     Version 4 for the request, signed by AWS's own signer; with
+//     x-amz-date: ${now:YYYYMMDDTHHmmss[Z]} on the request).
+//
+// A template that reads the request, the clock or ${random} is
+// [Template.PerRequest]: the proxy computes it for each request (each
+// retry and redirect hop), and the credential check and token requests for
+// each of theirs; [TemplateVars.Stable] gives the templates of one request
+// the same ${now} and ${random}. The others may be computed once per
+// connection. Parse errors are [TemplateError] values with the byte
+// offset; a function that fails (a key that is not one) is a
+// [FunctionError]. Errors name variables and functions, never values.
 //
 // # The catalogue
 //

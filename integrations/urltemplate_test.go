@@ -55,6 +55,18 @@ func TestRenderURL(t *testing.T) {
 		{"https://${connectionConfig.ip6}/token", cfg("ip6", "[2001:db8::1]"), "https://[2001:db8::1]/token", ""},
 		{"https://${connectionConfig.ip6}/token", cfg("ip6", "2001:db8::1"), "", PositionHost},
 		{"https://${connectionConfig.host}:8443/x", cfg("host", "gitlab.example.com"), "https://gitlab.example.com:8443/x", ""},
+		// A templated port: digits making a port, nothing else.
+		{"https://${connectionConfig.host}:${connectionConfig.port}/x", cfg("host", "gitlab.example.com", "port", "8443"), "https://gitlab.example.com:8443/x", ""},
+		{"https://${connectionConfig.host}:8${connectionConfig.port}/x", cfg("host", "gitlab.example.com", "port", "0"), "https://gitlab.example.com:80/x", ""},
+		{"https://${connectionConfig.host}:${connectionConfig.port}/x", cfg("host", "gitlab.example.com", "port", "443@evil.com"), "", PositionPort},
+		{"https://${connectionConfig.host}:${connectionConfig.port}/x", cfg("host", "gitlab.example.com", "port", "1/evil"), "", PositionPort},
+		{"https://${connectionConfig.host}:${connectionConfig.port}/x", cfg("host", "gitlab.example.com", "port", "99999"), "", PositionPort},
+		{"https://${connectionConfig.host}:${connectionConfig.port}/x", cfg("host", "gitlab.example.com", "port", "0"), "", PositionPort},
+		{"https://${connectionConfig.host}:${connectionConfig.port}/x", cfg("host", "evil.com:1", "port", "1"), "", PositionHost},
+		// A function's value is checked where it lands.
+		{"https://api.example.com/${base64(${connectionConfig.t})}", cfg("t", "ab"), "https://api.example.com/YWI=", ""},
+		{"https://${base64(${connectionConfig.t})}.example.com/x", cfg("t", "ab"), "", PositionHost}, // "YWI=": '=' is no host name
+		{"https://x${hmacSha1Hex(${connectionConfig.t}, k)}.example.com/x", cfg("t", "ab"), "https://x" + hmacSHA1Hex("ab", "k") + ".example.com/x", ""},
 		// The top-level domain: only a label starting with a letter.
 		{"https://accounts.zoho.${connectionConfig.ext}/token", cfg("ext", "com.au"), "https://accounts.zoho.com.au/token", ""},
 		{"https://accounts.zoho.${connectionConfig.ext}/token", cfg("ext", "evil.com/"), "", PositionHost},
@@ -98,6 +110,15 @@ func TestRenderURL(t *testing.T) {
 		if !errors.As(err, &ue) || ue.Position != tc.pos || !errors.Is(err, ErrUnsafeValue) {
 			t.Errorf("RenderURL(%q, %q) = %v, %v; want an unsafe value in the %s", tc.tmpl, tc.vars.ConnectionConfig, u, err, tc.pos)
 		}
+	}
+	ported := &Provider{Name: "ported", DisplayName: "Ported", AuthMode: AuthModeAPIKey, Credentials: map[string]FieldSpec{"apiKey": {}},
+		ConnectionConfig: map[string]FieldSpec{"host": {}, "port": {}},
+		Proxy:            &Proxy{BaseURL: "https://${connectionConfig.host}:${connectionConfig.port}"}}
+	if err := ported.Validate(); err != nil {
+		t.Errorf("a base URL with a templated port: %v", err)
+	}
+	if err := ported.CheckURLValues(map[string]string{"host": "a.example.com", "port": "80/x"}); !errors.Is(err, ErrUnsafeValue) {
+		t.Errorf("CheckURLValues with a bad port: %v", err)
 	}
 	var mv *MissingValueError
 	if _, err := p.RenderURL("https://${connectionConfig.a}.x.io", cfg()); !errors.As(err, &mv) {
