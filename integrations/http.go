@@ -1,8 +1,8 @@
 package integrations
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
