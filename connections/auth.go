@@ -86,6 +86,9 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 	}
 	p, ok := ss.conns.catalog.Get(it.Provider)
 	if !ok {
+		if err := integrations.UnusableProviderError(ss.conns.catalog, it.Provider); err != nil {
+			return nil, err
+		}
 		return nil, store.Invalid("unknown_provider_template", fmt.Sprintf("The provider %q of integration %q is not in the catalogue.", it.Provider, key))
 	}
 	if !modeMatches(p, in.Mode) {

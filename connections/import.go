@@ -433,6 +433,9 @@ func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup fun
 		return nil, l.err
 	}
 	it := l.it
+	if err := integrations.UnusableProviderError(s.catalog, it.Provider); err != nil {
+		return nil, err
+	}
 	mode := ""
 	if p, ok := s.catalog.Get(it.Provider); ok {
 		mode = p.AuthMode

@@ -169,6 +169,9 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	}
 	p, ok := ss.conns.catalog.Get(it.Provider)
 	if !ok {
+		if err := integrations.UnusableProviderError(ss.conns.catalog, it.Provider); err != nil {
+			return nil, err
+		}
 		return nil, flowErr(FlowErrProviderConfig, "The provider %q of integration %q is not in the catalogue.", it.Provider, key)
 	}
 	switch p.AuthMode {
@@ -653,6 +656,9 @@ func (ss *Sessions) finish(ctx context.Context, f *OAuthFlow, state string, quer
 	}
 	p, ok := ss.conns.catalog.Get(f.Provider)
 	if !ok {
+		if err := integrations.UnusableProviderError(ss.conns.catalog, f.Provider); err != nil {
+			return nil, err
+		}
 		return nil, flowErr(FlowErrProviderConfig, "The provider %q is no longer in the catalogue.", f.Provider)
 	}
 	it, err := ss.integration(ctx, f.EnvironmentID, f.IntegrationKey)

@@ -372,11 +372,15 @@ func (ss *Sessions) getProvider(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	name := r.PathValue("provider")
-	p, ok := ss.conns.catalog.Get(name)
+	p, ok := ss.conns.catalog.Lookup(name)
 	if !ok {
 		return store.NotFound("not_found", "The provider %q was not found.", name)
 	}
 	a := p.API()
+	var u *integrations.UnusableError
+	if errors.As(ss.conns.catalog.Unusable(name), &u) {
+		a.Unusable = u.Reason()
+	}
 	if strings.HasPrefix(a.LogoURL, "/") {
 		a.LogoURL = strings.TrimRight(ss.cfg.PublicURL, "/") + a.LogoURL
 	}

@@ -58,6 +58,14 @@
 // WebSocket at the websocketsPath that GET /connect/session announces, and an API key); no
 // request under the prefix may fail.
 //
+// TestNangoProvidersFile (providers_test.go) starts the reference server on a fresh Postgres
+// database with CONNECT_PROVIDERS_FILE set to Nango's own catalogue as npm ships it
+// (e2e/node_modules/@nangohq/providers/providers.yaml, @nangohq/providers pinned to 0.71.10 in
+// e2e/package.json). It reads the file on its own with a plain YAML parser and requires every
+// provider of it to be listed by GET /providers with its auth mode and without an unusable
+// reason, and POST /integrations to succeed for every one (with app credentials fitting its auth
+// mode). A failure lists each provider that failed and why.
+//
 // TestREADME (readme_test.go) runs the examples of README.md in order against the reference
 // server, started by the README's own command: sh blocks in bash, js blocks in Node or (those
 // that import @nangohq/frontend) in headless Chromium, go blocks built as an application module

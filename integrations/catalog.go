@@ -157,9 +157,6 @@ func build(base *Catalog, given []*Provider, strict bool) (*Catalog, error) {
 		index[p.Name] = len(fresh)
 		fresh = append(fresh, p.Clone())
 	}
-	if strict && len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
 	lookup := func(name string) *Provider {
 		if i, ok := index[name]; ok {
 			return fresh[i]
@@ -172,13 +169,6 @@ func build(base *Catalog, given []*Provider, strict bool) (*Catalog, error) {
 		return nil
 	}
 	aliasErrs := resolveAliases(fresh, lookup)
-	if strict && len(aliasErrs) > 0 {
-		var all []error
-		for _, p := range fresh {
-			all = append(all, aliasErrs[p]...)
-		}
-		return nil, errors.Join(all...)
-	}
 	problems := make([]*UnusableError, len(fresh))
 	for i, p := range fresh {
 		var ps []error

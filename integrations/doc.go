@@ -4,9 +4,8 @@
 //
 // # Providers
 //
-// A [Provider] describes one external API as data: its auth mode (OAUTH2,
-// OAUTH1, OAUTH2_CC, API_KEY, BASIC, APP, NONE; TBA, JWT and TWO_STEP as
-// data), the URLs of its authorization flow and their quirks (extra
+// A [Provider] describes one external API as data: its auth mode (one of
+// the AuthMode constants, every mode of Nango's providers.yaml), the URLs of its authorization flow and their quirks (extra
 // parameters, scope separator, PKCE, token endpoint authentication), how the
 // proxy reaches it (base URL, injected headers and query parameters,
 // rate-limit headers, a cheap request that verifies new credentials), the
@@ -91,21 +90,35 @@
 // # Loading provider files
 //
 // [Load] and [LoadFile] read either our format (a document with a
-// "providers" list, strictly checked) or Nango's providers.yaml (a mapping
-// of provider keys to entries; [LoadNangoYAML]), detecting which one they
-// are given. Nango's file has modes and fields this package does not model:
-// unknown fields are ignored and entries keep their auth mode, so pick out
-// the valid ones before building a catalogue:
+// "providers" list, each entry strictly checked) or Nango's providers.yaml
+// (a mapping of provider keys to entries; [LoadNangoYAML]), detecting which
+// one they are given. Every key of Nango's file is read: the common ones
+// into [Provider], the others into [AuthDetails]. Only a document that
+// cannot be read at all is an error: an entry that cannot be read (a value
+// of the wrong type, an unknown field of our format, an alias cycle) comes
+// back as a provider carrying its problem, which [Provider.Validate]
+// reports.
+//
+// [BuildCatalog] then decides what a problem does. With
+// [BuildOptions].Strict (what [NewCatalog] and [Catalog.With] do) any
+// problem fails the build, every problem listed: use it to check your own
+// file in CI. Without it one bad provider never takes the others down: it
+// is kept as unusable. [Catalog.List], [Catalog.Search] and
+// [Catalog.Lookup] return it, [Catalog.Unusable] says why (an
+// [UnusableError]), [Catalog.Problems] lists every problem, and
+// [Catalog.Get] does not return it, so code that acts on providers never
+// sees bad data. The HTTP API serves it with its reason and refuses, with
+// code [CodeProviderUnusable], integrations and connections for it:
 //
 //	ps, err := integrations.LoadFile("providers.yaml")
 //	if err != nil {
-//		return err
+//		return err // unreadable document
 //	}
-//	var valid []*integrations.Provider
-//	for _, p := range ps {
-//		if p.Validate() == nil {
-//			valid = append(valid, p)
-//		}
+//	catalog, err := integrations.BuildCatalog(defaultCatalog, integrations.BuildOptions{}, ps...)
+//	if err != nil {
+//		return err // only with Strict
 //	}
-//	catalog, err := defaultCatalog.With(valid...)
+//	for _, u := range catalog.Problems() {
+//		log.Printf("provider %s unusable: %s", u.Provider, u.Reason())
+//	}
 package integrations

@@ -2,6 +2,7 @@ package integrations
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -88,7 +89,7 @@ func apiCredentials(c *Credentials) *APICredentials {
 }
 
 func (s *Service) logo(provider string) string {
-	if p, ok := s.catalog.Get(provider); ok {
+	if p, ok := s.catalog.Lookup(provider); ok {
 		return absolute(s.publicURL, p.LogoURL())
 	}
 	return ""
@@ -108,7 +109,7 @@ func (s *Service) API(it *Integration, withCredentials bool, webhookURL string) 
 		UpdatedAt:         httpapi.Time(it.UpdatedAt),
 	}
 	if out.DisplayName == "" {
-		if p, ok := s.catalog.Get(it.Provider); ok {
+		if p, ok := s.catalog.Lookup(it.Provider); ok {
 			out.DisplayName = p.DisplayName
 		}
 	}
@@ -123,6 +124,18 @@ func (s *Service) API(it *Integration, withCredentials bool, webhookURL string) 
 		out.withCredentials = true
 	}
 	return out
+}
+
+// apiProvider is the wire form of a catalogue provider: its logo URL made
+// absolute, and why it cannot be used when it cannot.
+func (s *Service) apiProvider(p *Provider, publicURL string) APIProvider {
+	a := p.API()
+	a.LogoURL = absolute(publicURL, a.LogoURL)
+	var u *UnusableError
+	if errors.As(s.catalog.Unusable(p.Name), &u) {
+		a.Unusable = u.Reason()
+	}
+	return a
 }
 
 // WebhookURL is where a provider sends its webhooks for the integration.
@@ -149,9 +162,7 @@ func (s *Service) Routes(rt *httpapi.Router, publicURL string) {
 			}
 			data := make([]APIProvider, 0, len(list))
 			for _, p := range list {
-				a := p.API()
-				a.LogoURL = absolute(publicURL, a.LogoURL)
-				data = append(data, a)
+				data = append(data, s.apiProvider(p, publicURL))
 			}
 			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": data})
 			return nil
@@ -159,13 +170,11 @@ func (s *Service) Routes(rt *httpapi.Router, publicURL string) {
 	rt.Handle(httpapi.Route{Pattern: "GET /providers/{provider}", Scope: environments.ScopeProvidersRead,
 		Handler: func(w http.ResponseWriter, r *http.Request, _ *httpapi.Principal) error {
 			name := r.PathValue("provider")
-			p, ok := s.catalog.Get(name)
+			p, ok := s.catalog.Lookup(name)
 			if !ok {
 				return store.NotFound("not_found", "The provider %q was not found.", name)
 			}
-			a := p.API()
-			a.LogoURL = absolute(publicURL, a.LogoURL)
-			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": a})
+			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": s.apiProvider(p, publicURL)})
 			return nil
 		}})
 	rt.Handle(httpapi.Route{Pattern: "GET /integrations", Scope: environments.ScopeIntegrationsRead,

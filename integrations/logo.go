@@ -24,7 +24,7 @@ func absolute(publicURL, logo string) string {
 // URL of its own. Browsers load it from <img> tags, so it needs no key.
 func (s *Service) LogoHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.catalog.Get(r.PathValue("provider"))
+		p, ok := s.catalog.Lookup(r.PathValue("provider"))
 		if !ok {
 			http.NotFound(w, r)
 			return

@@ -14,25 +14,22 @@ import (
 // LoadNangoYAML reads providers in the format of Nango's providers.yaml: a
 // mapping from provider key to entry. It returns them in file order.
 //
-// The fields this package models are read (display_name, auth_mode, alias,
-// categories, docs, docs_connect, authorization_url, token_url, refresh_url,
-// request_url, signature_method, token_request_auth_method,
-// scope_separator, default_scopes, disable_pkce, authorization_params,
-// token_params, refresh_params, token_response_metadata,
-// redirect_uri_metadata, token_expiration_buffer, proxy.base_url,
-// proxy.headers, proxy.query, proxy.retry, proxy.verification,
-// proxy.paginate, proxy.decompress, connection_config and credentials);
-// every other field
-// is ignored. A token_url given per auth mode (a mapping) yields the URL of
-// the entry's own mode, else the OAUTH2 one. Scalars are accepted where a
-// list is expected, numbers and booleans where a string is, and nested
-// parameter values are kept as JSON text.
+// Every key of Nango's file is read, into [Provider] and its
+// [AuthDetails], under the same names; keys it does not know are ignored.
+// A token_url given per auth mode (a mapping) is kept whole in
+// AuthDetails.TokenURLs, and TokenURL is the URL of the entry's own mode,
+// else the OAUTH2 one. Scalars are accepted where a list is expected,
+// numbers and booleans where a string is, and nested parameter values are
+// kept as JSON text.
 //
 // An alias entry inherits every field of its target, then its own fields
 // replace them (a shallow merge, as Nango does). Entries are not
-// validated, and entries with auth modes this package does not know (such
-// as MCP_OAUTH2) are returned with their auth_mode as is: filter with
-// [Provider.Validate] before [NewCatalog].
+// validated. Only a document that cannot be parsed is an error: an entry
+// that cannot be read (not a mapping, a duplicate key, an alias cycle, a
+// value of the wrong type) is returned as a provider with the name,
+// display name and auth mode it has, carrying its problem, which
+// [Provider.Validate] reports and [BuildCatalog] turns into an unusable
+// provider or, when strict, an error.
 func LoadNangoYAML(r io.Reader) ([]*Provider, error) {
 	data, err := readLimited(r)
 	if err != nil {

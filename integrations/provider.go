@@ -743,6 +743,14 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // from TokenResponseMetadata or RedirectURIMetadata); that every
 // ${credentials.X} is declared in Credentials; that API_KEY providers
 // declare credentials.apiKey; and that enumerated fields hold known values.
+// It also checks what each other mode needs (TWO_STEP: token_url and
+// token_response; BILL: token_url; JWT: signature.protocol and
+// token.signing_key; SIGNATURE: signature.protocol; MCP_OAUTH2:
+// authorization and token URL, and registration_url for dynamic client
+// registration; MCP_OAUTH2_GENERIC: connection_config.mcp_server_url;
+// AWS_SIGV4: proxy.base_url; CUSTOM: authorization_url and token_url for
+// OAUTH2 and APP), and reports the problems found while reading the
+// provider's entry (see [Load]).
 func (p *Provider) Validate() error {
 	v := validator{p: p}
 	v.check()

@@ -22,6 +22,25 @@ const (
 	purposeCustom      = "integration.custom"
 )
 
+// CodeProviderUnusable is the error code of a request refused because it
+// needs a provider the catalogue lists as unusable (see
+// [Catalog.Unusable]): creating an integration for it, or a connection to
+// an integration of it. The status is 400.
+const CodeProviderUnusable = "provider_unusable"
+
+// UnusableProviderError returns the 400 error, code provider_unusable,
+// for a request that needs the provider name when catalog lists it as
+// unusable; its message gives the reason. It returns nil when the provider
+// is usable or not in the catalogue.
+func UnusableProviderError(catalog *Catalog, name string) error {
+	var u *UnusableError
+	if !errors.As(catalog.Unusable(name), &u) {
+		return nil
+	}
+	return store.Invalid(CodeProviderUnusable, fmt.Sprintf("The provider %q cannot be used: %s.", name, u.Reason()),
+		store.FieldError{Code: CodeProviderUnusable, Message: u.Reason(), Path: []string{"provider"}})
+}
+
 // ConnectionCounter counts an integration's connections; the Store
 // implements it.
 type ConnectionCounter interface {
@@ -85,6 +104,9 @@ func (s *Service) Create(ctx context.Context, environmentID int64, in CreateInpu
 	}
 	p, ok := s.catalog.Get(in.Provider)
 	if !ok {
+		if err := UnusableProviderError(s.catalog, in.Provider); err != nil {
+			return nil, err
+		}
 		return nil, store.Invalid("invalid_body", fmt.Sprintf("Unknown provider %q.", in.Provider), store.FieldError{
 			Code: "unknown_provider", Message: "unknown provider", Path: []string{"provider"},
 		})

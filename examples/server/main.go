@@ -141,18 +141,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	}
 
 	if path := getenv("CONNECT_PROVIDERS_FILE"); path != "" {
-		extra, err := integrations.LoadFile(path)
-		if err != nil {
-			return fmt.Errorf("CONNECT_PROVIDERS_FILE: %w", err)
-		}
-		cat, err := integrations.DefaultCatalog()
-		if err != nil {
+		if cfg.Providers, err = loadProviders(logger, path, getenv("CONNECT_PROVIDERS_STRICT")); err != nil {
 			return err
 		}
-		if cfg.Providers, err = cat.With(extra...); err != nil {
-			return fmt.Errorf("CONNECT_PROVIDERS_FILE: %w", err)
-		}
-		logger.Info("loaded providers", "file", path, "count", len(extra))
 	}
 
 	svc, err := connect.New(cfg)
@@ -211,6 +202,39 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return svc.Stop(shutdownCtx)
+}
+
+// loadProviders adds the providers of the file to the embedded ones. A
+// provider of the file that cannot be used is listed as unusable, with one
+// warning line saying why, unless strict is "true": then any problem stops
+// the server, every problem listed.
+func loadProviders(logger *slog.Logger, path, strict string) (*integrations.Catalog, error) {
+	var opts integrations.BuildOptions
+	switch strict {
+	case "", "false":
+	case "true":
+		opts.Strict = true
+	default:
+		return nil, fmt.Errorf("CONNECT_PROVIDERS_STRICT %q must be true or false", strict)
+	}
+	extra, err := integrations.LoadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("CONNECT_PROVIDERS_FILE: %w", err)
+	}
+	def, err := integrations.DefaultCatalog()
+	if err != nil {
+		return nil, err
+	}
+	cat, err := integrations.BuildCatalog(def, opts, extra...)
+	if err != nil {
+		return nil, fmt.Errorf("CONNECT_PROVIDERS_FILE (strict): %w", err)
+	}
+	problems := cat.Problems()
+	for _, u := range problems {
+		logger.Warn("provider unusable", "file", path, "provider", u.Provider, "reason", u.Reason())
+	}
+	logger.Info("loaded providers", "file", path, "count", len(extra), "unusable", len(problems))
+	return cat, nil
 }
 
 // networkPolicies reads the outbound address policies. Provider calls

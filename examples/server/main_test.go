@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,16 +53,21 @@ func TestRunMemory(t *testing.T) {
         apiKey:
             type: string
             title: API Key
+acme-broken:
+    display_name: Acme Broken
+    auth_mode: QUANTUM
+    docs: https://docs.acme.example
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	var logs syncBuffer
 	port := freePort(t)
 	key := "test-key-0123456789abcdef"
 	env := envFunc(map[string]string{"PORT": port, "CONNECT_API_KEY": key, "CONNECT_PROVIDERS_FILE": providers,
 		"CONNECT_DEV_ENV_VARS": `{"REGION":"eu"}`})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, slog.New(slog.DiscardHandler), env) }()
+	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(&logs, nil)), env) }()
 
 	base := "http://127.0.0.1:" + port
 	// Wait until the server answers, or run returns; the limit only turns a
@@ -109,6 +116,45 @@ func TestRunMemory(t *testing.T) {
 		t.Errorf("embedded provider missing: %d", status)
 	}
 
+	// The bad entry did not take the file down: it is listed, unusable,
+	// with its reason, and logged once.
+	status, body = get("/providers/acme-broken")
+	var broken struct {
+		Data struct {
+			Name     string `json:"name"`
+			AuthMode string `json:"auth_mode"`
+			Unusable string `json:"unusable"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &broken); err != nil || status != 200 || broken.Data.AuthMode != "QUANTUM" ||
+		broken.Data.Unusable != `auth_mode: unknown auth mode "QUANTUM"` {
+		t.Errorf("unusable provider: %d %s", status, body)
+	}
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "provider unusable") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "provider=acme-broken") || !strings.Contains(lines[0], "QUANTUM") {
+		t.Errorf("log lines about unusable providers = %q; want one naming acme-broken", lines)
+	}
+	req, _ := http.NewRequest("POST", base+"/integrations", strings.NewReader(`{"provider":"acme-broken","unique_key":"broken"}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), `"code":"provider_unusable"`) || !strings.Contains(string(b), "QUANTUM") {
+		t.Errorf("integration for an unusable provider: %d %s", resp.StatusCode, b)
+	}
+	if status, body := get("/integrations/broken"); status != 404 {
+		t.Errorf("the refused integration was stored: %d %s", status, body)
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -117,6 +163,51 @@ func TestRunMemory(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("server did not stop")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLoadProvidersStrict: CONNECT_PROVIDERS_STRICT=true refuses a file
+// with bad entries, naming every problem; without it the same file loads.
+func TestLoadProvidersStrict(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "providers.yaml")
+	if err := os.WriteFile(path, []byte(`good: {display_name: Good, auth_mode: NONE}
+bad-mode: {display_name: Bad, auth_mode: QUANTUM}
+bad-alias: {display_name: Bad alias, alias: nowhere}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadProviders(slog.New(slog.DiscardHandler), path, "true")
+	if err == nil || !strings.Contains(err.Error(), `"bad-mode"`) || !strings.Contains(err.Error(), `"bad-alias"`) {
+		t.Errorf("strict: %v; want an error naming bad-mode and bad-alias", err)
+	}
+	cat, err := loadProviders(slog.New(slog.DiscardHandler), path, "false")
+	if err != nil {
+		t.Fatalf("lenient: %v", err)
+	}
+	if _, ok := cat.Get("good"); !ok || len(cat.Problems()) != 2 {
+		t.Errorf("lenient: good usable = %v, %d problems; want true, 2", ok, len(cat.Problems()))
+	}
+	if _, err := loadProviders(slog.New(slog.DiscardHandler), path, "yes"); err == nil {
+		t.Error("CONNECT_PROVIDERS_STRICT=yes accepted")
 	}
 }
 

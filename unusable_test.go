@@ -1,0 +1,114 @@
+package connect_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/integrations"
+	"github.com/google/go-cmp/cmp"
+)
+
+// withUnusableProvider adds acme-broken, a provider with an auth mode
+// nobody knows, to the embedded catalogue, leniently: it is listed but
+// unusable.
+func withUnusableProvider(t testing.TB) func(*connect.Config) {
+	t.Helper()
+	ps, err := integrations.Load(strings.NewReader(`acme-broken:
+    display_name: Acme Broken
+    auth_mode: QUANTUM
+    docs: https://docs.acme.example
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := integrations.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := integrations.BuildCatalog(def, integrations.BuildOptions{}, ps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(cfg *connect.Config) { cfg.Providers = cat }
+}
+
+// TestUnusableProvider: a provider the catalogue lists as unusable is
+// served with its reason, and every request that would build on it (a new
+// integration, a connection by import, by a connect session's auth call or
+// by an OAuth popup) is a 400 provider_unusable that stores nothing. The
+// integration it would connect to was stored before the provider became
+// unusable (a providers file changed between restarts).
+func TestUnusableProvider(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setup(t, b, withUnusableProvider(t))
+		seed(t, bu)
+		ctx := context.Background()
+		now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+		if err := b.store.CreateIntegration(ctx, &integrations.Integration{EnvironmentID: bu.env.ID, UniqueKey: "broken",
+			Provider: "acme-broken", ForwardWebhooks: true, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		const reason = `auth_mode: unknown auth mode "QUANTUM"`
+
+		r := bu.mustDo(t, 200, req{method: "GET", path: "/providers/acme-broken"})
+		data, _ := r.obj()["data"].(map[string]any)
+		if data["name"] != "acme-broken" || data["auth_mode"] != "QUANTUM" || data["unusable"] != reason {
+			t.Errorf("GET /providers/acme-broken = %s; want it with unusable %q", r.raw, reason)
+		}
+		r = bu.mustDo(t, 200, req{method: "GET", path: "/providers"})
+		list, _ := r.obj()["data"].([]any)
+		found, usableMarked := false, 0
+		for _, e := range list {
+			p, _ := e.(map[string]any)
+			if p["name"] == "acme-broken" {
+				found = p["unusable"] == reason
+			} else if _, ok := p["unusable"]; ok {
+				usableMarked++
+			}
+		}
+		if !found || usableMarked != 0 {
+			t.Errorf("GET /providers: acme-broken with its reason = %v, other providers marked unusable = %d", found, usableMarked)
+		}
+
+		tok := bu.session(t, `{"end_user":{"id":"u1"}}`)
+		jsonType := map[string]string{"Content-Type": "application/json"}
+		auth := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + bu.key}
+		before, rows := snapshot(t, bu), tableCounts(t, b, bu)
+		for _, tc := range []struct {
+			name string
+			do   func() rawResponse
+		}{
+			{"create integration", func() rawResponse {
+				return rawDo(t, bu.srv.URL, "POST", "/integrations", auth, `{"provider":"acme-broken","unique_key":"b2"}`)
+			}},
+			{"import connection", func() rawResponse {
+				return rawDo(t, bu.srv.URL, "POST", "/connections", auth, `{"provider_config_key":"broken","connection_id":"x1","api_key":"k"}`)
+			}},
+			{"session api-key auth", func() rawResponse {
+				return rawDo(t, bu.srv.URL, "POST", "/api-auth/api-key/broken?connect_session_token="+tok, jsonType, `{"apiKey":"k-123456"}`)
+			}},
+			{"session basic auth", func() rawResponse {
+				return rawDo(t, bu.srv.URL, "POST", "/api-auth/basic/broken?connect_session_token="+tok, jsonType, `{"username":"u","password":"p"}`)
+			}},
+			{"oauth popup", func() rawResponse {
+				return rawDo(t, bu.srv.URL, "GET", "/oauth/connect/broken?connect_session_token="+tok, nil, "")
+			}},
+		} {
+			r := tc.do()
+			raw := r.body
+			if r.status != 400 || !strings.Contains(raw, "provider_unusable") || !strings.Contains(raw, "QUANTUM") {
+				t.Errorf("%s: %d %s; want 400 provider_unusable with the reason", tc.name, r.status, r.body)
+			}
+		}
+		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
+			t.Errorf("refused requests changed the store (-before +after):\n%s", diff)
+		}
+		if diff := cmp.Diff(rows, tableCounts(t, b, bu)); diff != "" {
+			t.Errorf("refused requests added rows (-before +after):\n%s", diff)
+		}
+	})
+}
