@@ -112,3 +112,50 @@ func TestUnusableProvider(t *testing.T) {
 		}
 	})
 }
+
+// TestClientCredentialsWithoutTokenURL: an OAUTH2_CC provider whose entry
+// has no token URL (Nango's certn-partner) is usable: an integration is
+// created, a connection imported with its token is stored, and connecting
+// through POST /oauth2/auth answers a 400 provider_config_err that says
+// why and stores nothing.
+func TestClientCredentialsWithoutTokenURL(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		ps, err := integrations.Load(strings.NewReader(`cc-no-token:
+    display_name: CC without token URL
+    auth_mode: OAUTH2_CC
+    docs: https://docs.example.com
+    proxy:
+        base_url: https://api.example.com
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := integrations.DefaultCatalog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat, err := integrations.BuildCatalog(def, integrations.BuildOptions{Strict: true}, ps...)
+		if err != nil {
+			t.Fatalf("the provider is refused in strict mode: %v", err)
+		}
+		bu := setup(t, b, func(cfg *connect.Config) { cfg.Providers = cat })
+		r := bu.mustDo(t, 200, req{method: "GET", path: "/providers/cc-no-token"})
+		if _, has := r.obj()["data"].(map[string]any)["unusable"]; has {
+			t.Errorf("the provider is listed as unusable: %s", r.raw)
+		}
+		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"cc-no-token","unique_key":"ccnt"}`})
+		tok := bu.session(t, `{"end_user":{"id":"u1"}}`)
+		before := snapshot(t, bu)
+		res := rawDo(t, bu.srv.URL, "POST", "/oauth2/auth/ccnt?connect_session_token="+tok, map[string]string{"Content-Type": "application/json"}, `{"client_id":"id","client_secret":"secret"}`)
+		if res.status != 400 || !strings.Contains(res.body, `"provider_config_err"`) || !strings.Contains(res.body, "no token URL") ||
+			strings.Contains(res.body, "secret") {
+			t.Errorf("POST /oauth2/auth = %d %s; want a 400 provider_config_err naming the missing token URL, without the secret", res.status, res.body)
+		}
+		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
+			t.Errorf("the refused auth call stored something (-before +after):\n%s", diff)
+		}
+		bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"ccnt","connection_id":"c1",
+			"credentials":{"type":"OAUTH2_CC","token":"tok-1","client_id":"id","client_secret":"secret"}}`})
+	})
+}

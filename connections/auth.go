@@ -461,6 +461,10 @@ func upperFirst(s string) string {
 // the refresher does, and returns the OAUTH2_CC credentials and the
 // connection config values the provider's token_response_metadata names.
 func (ss *Sessions) clientCredentials(ctx context.Context, p *integrations.Provider, creds *Credentials, cfg map[string]string) (*Credentials, map[string]any, error) {
+	if strings.TrimSpace(p.TokenURL) == "" {
+		return nil, nil, store.Invalid(FlowErrProviderConfig, fmt.Sprintf(
+			"The provider %s has no token URL: client credentials cannot be exchanged for a token. Import the connection with its token instead (POST /connections).", p.Name))
+	}
 	tmp := &Connection{ConnectionConfig: make(map[string]any, len(cfg)), Credentials: creds}
 	for k, v := range cfg {
 		tmp.ConnectionConfig[k] = v

@@ -486,7 +486,6 @@ func TestNewCatalogErrors(t *testing.T) {
 		{"oauth2 without token url", []*Provider{mod(func(p *Provider) { p.TokenURL = "" })}, "token_url", "required"},
 		{"oauth1 without request url", []*Provider{mod(func(p *Provider) { p.AuthMode = AuthModeOAuth1 })}, "request_url", "required for auth mode OAUTH1"},
 		{"app without urls", []*Provider{mod(func(p *Provider) { p.AuthMode = AuthModeApp; p.TokenURL = "" })}, "token_url", "required for auth mode APP"},
-		{"cc without token url", []*Provider{mod(func(p *Provider) { p.AuthMode = AuthModeOAuth2CC; p.TokenURL = "" })}, "token_url", "required for auth mode OAUTH2_CC"},
 		{"api key without credential", []*Provider{mod(func(p *Provider) { p.AuthMode = AuthModeAPIKey })}, "credentials.apiKey", "required for auth mode API_KEY"},
 		{"undeclared connection config", []*Provider{mod(func(p *Provider) { p.Proxy.BaseURL = "https://${connectionConfig.subdomain}.acme.example" })},
 			"proxy.base_url", `connection_config does not declare "subdomain"`},

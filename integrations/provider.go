@@ -800,7 +800,9 @@ func (v *validator) check() {
 		}
 		need("token_url", p.TokenURL)
 	case AuthModeOAuth2CC:
-		need("token_url", p.TokenURL)
+		// Without a token URL the client credentials cannot be exchanged,
+		// but a connection imported with its token can still be used:
+		// connecting through POST /oauth2/auth answers why instead.
 	case AuthModeOAuth1:
 		need("request_url", p.RequestURL)
 		need("authorization_url", p.AuthorizationURL)

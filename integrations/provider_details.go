@@ -489,6 +489,11 @@ func (d *AuthDetails) declaresCredential(mode, key string) bool {
 		return len(d.TokenResponseHeaders) > 0
 	case strings.HasPrefix(key, "raw."): // the raw token response
 		return mode != AuthModeAPIKey && mode != AuthModeBasic && mode != AuthModeNone
+	case key == "token" || key == "refresh_token": // the token the mode obtains
+		switch mode {
+		case AuthModeTwoStep, AuthModeJWT, AuthModeSignature, AuthModeBill, AuthModeOAuth2CC:
+			return true
+		}
 	}
 	return false
 }
