@@ -194,7 +194,7 @@ func (r *refresher) exchangeToken(ctx context.Context, p *integrations.Provider,
 	if err != nil {
 		return nil, err
 	}
-	return &TokenResponse{AccessToken: nc.Token, RefreshToken: nc.RefreshToken, Raw: nc.Raw, creds: nc}, nil
+	return &TokenResponse{AccessToken: nc.Token, RefreshToken: nc.RefreshToken, Raw: nc.Raw, Credentials: nc}, nil
 }
 
 // exchange obtains the token of token-mode credentials from their inputs

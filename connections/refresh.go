@@ -734,8 +734,8 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 // mergeTokens returns old with the token response applied. A response
 // without a refresh token keeps the old one.
 func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Time) *Credentials {
-	if tr.creds != nil {
-		return tr.creds // a token mode's exchange made the credentials
+	if tr.Credentials != nil {
+		return tr.Credentials // a token mode's exchange made the credentials
 	}
 	c := *old
 	raw := maps.Clone(tr.Raw)
@@ -941,8 +941,9 @@ type TokenResponse struct {
 	// Raw is the whole response: a JSON object as decoded by
 	// encoding/json, or the fields of a form (first value of each).
 	Raw map[string]any
-	// creds are the new credentials of a token mode's exchange.
-	creds *Credentials
+	// Credentials are the new credentials a token mode's exchange made
+	// (see IsTokenMode); nil for an OAuth token response.
+	Credentials *Credentials
 }
 
 // maxExpiresIn bounds a usable expires_in.
