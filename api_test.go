@@ -84,6 +84,7 @@ func TestBadInput(t *testing.T) {
 		}
 		big := `{"provider":"github","unique_key":"big","display_name":"` + strings.Repeat("x", 2<<20) + `"}`
 		long := strings.Repeat("v", 256)
+		tok := bu.session(t, `{"tags":{},"allowed_integrations":["gh","oa","tw"]}`)
 		cases := []struct {
 			name   string
 			rq     req
@@ -197,6 +198,16 @@ func TestBadInput(t *testing.T) {
 			{"function delete no type", req{method: "DELETE", path: "/integrations/gh/functions/nope"}, 400, "invalid_query_params"},
 			{"scripts config bad format", req{method: "GET", path: "/scripts/config?format=yaml"}, 400, "invalid_query_params"},
 			{"templates unknown provider", req{method: "GET", path: "/providers/not-a-provider/templates"}, 404, "not_found"},
+			{"two-step no session", req{method: "POST", path: "/auth/two-step/gh", key: "-", body: `{"type":"TWO_STEP"}`}, 401, "missing_connect_session_token"},
+			{"two-step malformed", req{method: "POST", path: "/auth/two-step/gh?connect_session_token=" + tok, key: "-", body: `{"type":`}, 400, "invalid_body"},
+			{"two-step wrong mode", req{method: "POST", path: "/auth/two-step/gh?connect_session_token=" + tok, key: "-", body: `{"type":"TWO_STEP","a":"b"}`}, 400, "invalid_auth_mode"},
+			{"two-step wrong type", req{method: "POST", path: "/auth/two-step/gh?connect_session_token=" + tok, key: "-", body: `{"type":"JWT"}`}, 400, "invalid_credentials"},
+			{"jwt array", req{method: "POST", path: "/auth/jwt/gh?connect_session_token=" + tok, key: "-", body: `[1]`}, 400, "invalid_body"},
+			{"jwt wrong mode", req{method: "POST", path: "/auth/jwt/oa?connect_session_token=" + tok, key: "-", body: `{"privateKey":"k"}`}, 400, "invalid_auth_mode"},
+			{"signature bad username", req{method: "POST", path: "/auth/signature/gh?connect_session_token=" + tok, key: "-", body: `{"type":"SIGNATURE","username":5,"password":"p"}`}, 400, "invalid_credentials"},
+			{"signature unknown token", req{method: "POST", path: "/auth/signature/gh?connect_session_token=nango_connect_session_" + strings.Repeat("0", 64), key: "-", body: `{}`}, 401, "unknown_connect_session_token"},
+			{"bill wrong mode", req{method: "POST", path: "/auth/bill/tw?connect_session_token=" + tok, key: "-", body: `{"username":"u","password":"p","organization_id":"o","dev_key":"d"}`}, 400, "invalid_auth_mode"},
+			{"bill unknown integration", req{method: "POST", path: "/auth/bill/nope?connect_session_token=" + tok, key: "-", body: `{"username":"u"}`}, 400, "integration_not_allowed"},
 		}
 		before := snapshot(t, bu)
 		for _, tc := range cases {

@@ -140,6 +140,12 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 		for k, v := range tokenConfig {
 			overlay[k] = v
 		}
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
+		var tokenConfig map[string]any
+		creds, tokenConfig, err = ss.exchangeCredentials(ctx, p, creds, cfg)
+		for k, v := range tokenConfig {
+			overlay[k] = v
+		}
 	}
 	if err != nil {
 		ss.logFailure(ctx, sess, key, connectionID, op, in.Mode, err)
@@ -159,6 +165,8 @@ func modeMatches(p *integrations.Provider, mode string) bool {
 		return p.AuthMode == mode
 	case integrations.AuthModeOAuth2CC:
 		return p.UsesClientCredentials()
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
+		return p.AuthMode == mode
 	}
 	return false
 }
@@ -250,6 +258,8 @@ func authCredentials(p *integrations.Provider, in AuthorizeInput) (*Credentials,
 		required = []string{"client_id", "client_secret"}
 	case integrations.AuthModeNone:
 		return &Credentials{Type: integrations.AuthModeNone}, nil
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
+		return tokenModeCredentials(p, in)
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Credentials)) {
 		if _, known := fields[k]; known && !p.Credentials[k].Optional && !p.Credentials[k].Automated && !slices.Contains(required, k) {

@@ -14,6 +14,9 @@ import "time"
 //   - BASIC: Username, Password
 //   - APP: AccessToken, ExpiresAt, ObtainedAt, Raw, JWTToken
 //   - TBA: TokenID, TokenSecret, ConfigOverride
+//   - TWO_STEP, JWT: Inputs, Token, RefreshToken (TWO_STEP), ExpiresAt, ObtainedAt, Raw
+//   - SIGNATURE: Username, Password, Token, ExpiresAt, ObtainedAt
+//   - BILL: Username, Password, Inputs, Token (the session id), ExpiresAt, ObtainedAt, Raw
 //   - NONE: nothing
 type Credentials struct {
 	Type string `json:"type"`
@@ -49,6 +52,11 @@ type Credentials struct {
 
 	TokenID     string `json:"token_id,omitempty"`
 	TokenSecret string `json:"token_secret,omitempty"`
+
+	// Inputs are what the token modes exchange for their Token: the
+	// provider's credential fields of TWO_STEP and JWT, Bill's
+	// organization_id and dev_key (see IsTokenMode).
+	Inputs map[string]any `json:"inputs,omitempty"`
 }
 
 // ConfigOverride replaces the integration's OAuth client for one connection.

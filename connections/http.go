@@ -143,6 +143,9 @@ type APICredentialsBody struct {
 	JWTToken         string          `json:"jwtToken,omitempty"`
 	Raw              *map[string]any `json:"raw,omitempty"`
 	ConfigOverride   *ConfigOverride `json:"config_override,omitempty"`
+	// Fields are further fields of the credentials' type, written beside
+	// the others (the provider's own fields of TWO_STEP and JWT).
+	Fields map[string]any `json:"-"`
 }
 
 // APICredentials returns the wire form of credentials for their type. The
@@ -197,6 +200,8 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 		m.ConfigOverride = c.ConfigOverride
 	case integrations.AuthModeNone:
 		return &APICredentialsBody{}
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
+		apiTokenCredentials(m, c, withRefreshToken)
 	}
 	return m
 }

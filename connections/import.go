@@ -627,6 +627,8 @@ func checkCredentials(c *Credentials) (*Credentials, error) {
 			err = req(c.TokenSecret, "token_secret")
 		}
 	case integrations.AuthModeNone:
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
+		err = checkTokenModeImport(c)
 	default:
 		err = store.Invalid("invalid_credentials", fmt.Sprintf("Unknown credentials type %q.", c.Type))
 	}

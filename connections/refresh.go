@@ -252,6 +252,8 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		return GrantClientCredentials
 	case integrations.AuthModeApp:
 		return GrantAppInstallation
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
+		return GrantTokenExchange
 	}
 	return ""
 }
@@ -290,6 +292,9 @@ func RefreshDue(c *Credentials, now time.Time, threshold time.Duration) bool {
 	}
 	if c.Type == integrations.AuthModeOAuth2CC && c.Token == "" {
 		return true
+	}
+	if IsTokenMode(c.Type) && c.Token == "" {
+		return true // imported without a token
 	}
 	if c.ExpiresAt == nil {
 		return false
@@ -346,6 +351,7 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
 	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp:
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 	default:
 		return c, nil
 	}
@@ -500,6 +506,9 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 			return nil, fmt.Errorf("connections: app credentials of integration %q: %w", c.IntegrationKey, err)
 		}
 		return r.appToken(ctx, p, appID, key, stringMap(c.ConnectionConfig))
+	}
+	if grant == GrantTokenExchange {
+		return r.exchangeToken(ctx, p, c)
 	}
 	clientID, clientSecret, err := r.client(ctx, c)
 	if err != nil {
@@ -725,6 +734,9 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 // mergeTokens returns old with the token response applied. A response
 // without a refresh token keeps the old one.
 func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Time) *Credentials {
+	if tr.Credentials != nil {
+		return tr.Credentials // a token mode's exchange made the credentials
+	}
 	c := *old
 	raw := maps.Clone(tr.Raw)
 	if raw == nil {
@@ -929,6 +941,9 @@ type TokenResponse struct {
 	// Raw is the whole response: a JSON object as decoded by
 	// encoding/json, or the fields of a form (first value of each).
 	Raw map[string]any
+	// Credentials are the new credentials a token mode's exchange made
+	// (see IsTokenMode); nil for an OAuth token response.
+	Credentials *Credentials
 }
 
 // maxExpiresIn bounds a usable expires_in.

@@ -115,6 +115,7 @@ func (ss *Sessions) PublicRoutes(mux *http.ServeMux) {
 		mux.Handle("POST "+AuthPaths[mode], ss.public(ss.authHandler(mode)))
 		mux.HandleFunc("OPTIONS "+AuthPaths[mode], Preflight)
 	}
+	ss.tokenRoutes(mux)
 	ss.oauthRoutes(mux)
 }
 

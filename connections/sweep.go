@@ -59,6 +59,7 @@ func (s *Service) SweepRefresh(ctx context.Context, within time.Duration) (Sweep
 			after = c.ID
 			switch c.AuthMode {
 			case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp:
+			case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 			default:
 				continue
 			}

@@ -487,6 +487,10 @@ func (d *AuthDetails) declaresCredential(mode, key string) bool {
 		return d.Assertion != nil
 	case key == "_cookies":
 		return len(d.TokenResponseHeaders) > 0
+	case mode == AuthModeSignature && (key == "username" || key == "password"):
+		return true
+	case mode == AuthModeBill:
+		return slices.Contains([]string{"username", "password", "organization_id", "dev_key", "session_id", "user_id"}, key)
 	case strings.HasPrefix(key, "raw."): // the raw token response
 		return mode != AuthModeAPIKey && mode != AuthModeBasic && mode != AuthModeNone
 	case key == "token" || key == "refresh_token": // the token the mode obtains

@@ -190,6 +190,8 @@ func vars(t *Target) integrations.TemplateVars {
 		v.Credentials["oauth_token"], v.Credentials["oauth_token_secret"] = cr.OAuthToken, cr.OAuthTokenSecret
 	case integrations.AuthModeTBA:
 		v.Credentials["token_id"], v.Credentials["token_secret"] = cr.TokenID, cr.TokenSecret
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
+		tokenVars(&v, cr)
 	}
 	if cr.ConfigOverride != nil && cr.ConfigOverride.ClientID != "" {
 		v.ClientID, v.ClientSecret = cr.ConfigOverride.ClientID, cr.ConfigOverride.ClientSecret
@@ -216,6 +218,10 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 		}
 	case integrations.AuthModeBasic:
 		inj.setHeader("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cr.Username+":"+cr.Password)))
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature:
+		if tokenBearer(t.Provider, cr) {
+			inj.setHeader("Authorization", "Bearer "+cr.Token)
+		}
 	case integrations.AuthModeOAuth1, integrations.AuthModeTBA:
 		s, err := p.signer(t, cr, v)
 		if err != nil {
@@ -253,7 +259,7 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 			inj.vars = v
 		}
 	}
-	for _, s := range []string{v.AccessToken, v.APIKey, cr.RefreshToken, cr.Password, cr.OAuthTokenSecret,
+	for _, s := range []string{cr.Token, v.AccessToken, v.APIKey, cr.RefreshToken, cr.Password, cr.OAuthTokenSecret,
 		cr.TokenSecret, cr.ClientSecret, v.ClientSecret, cr.OAuthToken} {
 		if s != "" {
 			inj.secrets = append(inj.secrets, s, url.QueryEscape(s))
@@ -450,6 +456,8 @@ func baseURLError(err error) error {
 func (c *call) canRefresh() bool {
 	switch c.target().Connection.AuthMode {
 	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC:
+		return true
+	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 		return true
 	}
 	return false
