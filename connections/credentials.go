@@ -14,6 +14,7 @@ import "time"
 //   - BASIC: Username, Password
 //   - APP: AccessToken, ExpiresAt, ObtainedAt, Raw, JWTToken
 //   - TBA: TokenID, TokenSecret, ConfigOverride
+//   - AWS_SIGV4: RoleARN, Region, Service, ExternalID, AccessKeyID, SecretAccessKey, SessionToken, ExpiresAt, ObtainedAt, Raw
 //   - NONE: nothing
 type Credentials struct {
 	Type string `json:"type"`
@@ -49,6 +50,15 @@ type Credentials struct {
 
 	TokenID     string `json:"token_id,omitempty"`
 	TokenSecret string `json:"token_secret,omitempty"`
+
+	// ClientCertificate and ClientPrivateKey are the PEM client certificate
+	// and key of an OAUTH2_CC connection whose provider requires one
+	// (mutual TLS), or, for private_key_jwt, the private JWK that signs
+	// the client assertion (ClientPrivateKey only).
+	ClientCertificate string `json:"client_certificate,omitempty"`
+	ClientPrivateKey  string `json:"client_private_key,omitempty"`
+
+	AWSSigV4
 }
 
 // ConfigOverride replaces the integration's OAuth client for one connection.

@@ -143,6 +143,7 @@ type APICredentialsBody struct {
 	JWTToken         string          `json:"jwtToken,omitempty"`
 	Raw              *map[string]any `json:"raw,omitempty"`
 	ConfigOverride   *ConfigOverride `json:"config_override,omitempty"`
+	*APIAWSSigV4
 }
 
 // APICredentials returns the wire form of credentials for their type. The
@@ -195,6 +196,9 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 	case integrations.AuthModeTBA:
 		m.TokenID, m.TokenSecret = &c.TokenID, &c.TokenSecret
 		m.ConfigOverride = c.ConfigOverride
+	case integrations.AuthModeAWSSigV4:
+		m.APIAWSSigV4, m.Raw = apiAWSSigV4(c), raw()
+		exp()
 	case integrations.AuthModeNone:
 		return &APICredentialsBody{}
 	}

@@ -112,6 +112,12 @@ type RefreshConfig struct {
 	// integration, opened: they sign the JWT that mints installation
 	// tokens. Nil means APP connections are not refreshed.
 	AppCredentials func(ctx context.Context, environmentID int64, integrationKey string) (appID, privateKey string, err error)
+	// Integration returns an integration with its secrets opened: AWS
+	// SigV4 renewals read its STS settings. Nil means AWS SigV4
+	// connections are not renewed.
+	Integration func(ctx context.Context, environmentID int64, integrationKey string) (*integrations.Integration, error)
+	// AWSSTSEndpoint replaces DefaultAWSSTSEndpoint (builtin STS mode).
+	AWSSTSEndpoint AWSSTSEndpointFunc
 	// Notifier receives the auth webhook (operation refresh) of a
 	// connection whose refresh started failing, in the transaction that
 	// records the failure. Nil sends none.
@@ -252,6 +258,8 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		return GrantClientCredentials
 	case integrations.AuthModeApp:
 		return GrantAppInstallation
+	case integrations.AuthModeAWSSigV4:
+		return GrantAWSAssumeRole
 	}
 	return ""
 }
@@ -345,7 +353,7 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 // passes a within that covers the time until its next pass).
 func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
-	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp, integrations.AuthModeAWSSigV4:
 	default:
 		return c, nil
 	}
@@ -500,6 +508,9 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 			return nil, fmt.Errorf("connections: app credentials of integration %q: %w", c.IntegrationKey, err)
 		}
 		return r.appToken(ctx, p, appID, key, stringMap(c.ConnectionConfig))
+	}
+	if grant == GrantAWSAssumeRole {
+		return r.awsRefresh(ctx, c)
 	}
 	clientID, clientSecret, err := r.client(ctx, c)
 	if err != nil {
@@ -725,6 +736,9 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 // mergeTokens returns old with the token response applied. A response
 // without a refresh token keeps the old one.
 func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Time) *Credentials {
+	if grant == GrantAWSAssumeRole {
+		return mergeAWS(old, tr, now)
+	}
 	c := *old
 	raw := maps.Clone(tr.Raw)
 	if raw == nil {
