@@ -331,7 +331,11 @@ func sigV4Check(r *http.Request, body []byte, secretOf func(akid string) (string
 	creq := strings.Join([]string{r.Method, path, strings.Join(qs, "&"), ch.String(), fields["SignedHeaders"], hex.EncodeToString(sum[:])}, "\n")
 	cs := sha256.Sum256([]byte(creq))
 	sts := strings.Join([]string{"AWS4-HMAC-SHA256", amzDate, strings.Join(scope[1:], "/"), hex.EncodeToString(cs[:])}, "\n")
-	mac := func(key []byte, s string) []byte { m := hmac.New(sha256.New, key); m.Write([]byte(s)); return m.Sum(nil) }
+	mac := func(key []byte, s string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(s))
+		return m.Sum(nil)
+	}
 	k := mac(mac(mac(mac([]byte("AWS4"+secret), date), region), service), "aws4_request")
 	if want := hex.EncodeToString(mac(k, sts)); want != fields["Signature"] {
 		return "", "", "", fmt.Errorf("bad signature")
