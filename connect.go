@@ -241,6 +241,12 @@ type Config struct {
 	// provider's verification endpoint), and the token request of a
 	// client-credentials connection. Defaults to 10 seconds.
 	CredentialCheckTimeout time.Duration
+	// AWSSTSEndpoint returns the AWS STS endpoint of a region for AWS
+	// SigV4 integrations in builtin STS mode; nil means AWS's own
+	// (https://sts.{region}.amazonaws.com/). The region is a checked
+	// region name; an end user never chooses the host. Tests point it at
+	// a fake STS.
+	AWSSTSEndpoint connections.AWSSTSEndpointFunc
 	// OAuthCallbackURL is the redirect URI to register with OAuth
 	// providers: where end users' browsers reach GET /oauth/callback.
 	// Defaults to PublicURL + "/oauth/callback". Must be an absolute http
@@ -527,6 +533,7 @@ func New(cfg Config) (*Service, error) {
 		ConnectUIURL:   cfg.ConnectUIURL,
 		PublicURL:      cfg.PublicURL,
 		CheckTimeout:   cfg.CredentialCheckTimeout,
+		AWSSTSEndpoint: cfg.AWSSTSEndpoint,
 		Policy:         cfg.Egress,
 		MaxBody:        cfg.MaxRequestBody,
 		CallbackURL:    cfg.OAuthCallbackURL,
@@ -568,7 +575,9 @@ func (s *Service) setupRefresh() {
 			}
 			return it.Credentials.AppID, it.Credentials.PrivateKey, nil
 		},
-		Notifier: s.notifier,
+		Integration:    s.integrations.Get,
+		AWSSTSEndpoint: s.cfg.AWSSTSEndpoint,
+		Notifier:       s.notifier,
 		EnvironmentName: func(ctx context.Context, envID int64) (string, error) {
 			env, err := s.store.GetEnvironment(ctx, envID)
 			if err != nil {

@@ -146,6 +146,12 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 		for k, v := range tokenConfig {
 			overlay[k] = v
 		}
+	case integrations.AuthModeTBA:
+		err = ss.verifyTBA(ctx, sess.EnvironmentID, key, p, creds, cfg)
+	case integrations.AuthModeAWSSigV4:
+		var awsConfig map[string]any
+		creds, awsConfig, err = ss.authorizeAWS(ctx, sess.EnvironmentID, key, in, cfg, existing)
+		maps.Copy(overlay, awsConfig)
 	}
 	if err != nil {
 		ss.logFailure(ctx, sess, key, connectionID, op, in.Mode, err)
@@ -161,7 +167,7 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 // modeMatches reports whether an auth call of mode may connect p.
 func modeMatches(p *integrations.Provider, mode string) bool {
 	switch mode {
-	case integrations.AuthModeAPIKey, integrations.AuthModeBasic, integrations.AuthModeNone:
+	case integrations.AuthModeAPIKey, integrations.AuthModeBasic, integrations.AuthModeNone, integrations.AuthModeTBA, integrations.AuthModeAWSSigV4:
 		return p.AuthMode == mode
 	case integrations.AuthModeOAuth2CC:
 		return p.UsesClientCredentials()
@@ -256,6 +262,11 @@ func authCredentials(p *integrations.Provider, in AuthorizeInput) (*Credentials,
 	case integrations.AuthModeOAuth2CC:
 		fields = map[string]string{"client_id": c.ClientID, "client_secret": c.ClientSecret}
 		required = []string{"client_id", "client_secret"}
+	case integrations.AuthModeTBA:
+		fields = map[string]string{"token_id": c.TokenID, "token_secret": c.TokenSecret}
+		required = []string{"token_id", "token_secret"}
+	case integrations.AuthModeAWSSigV4:
+		fields = map[string]string{"role_arn": c.RoleARN, "region": c.Region}
 	case integrations.AuthModeNone:
 		return &Credentials{Type: integrations.AuthModeNone}, nil
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
@@ -297,6 +308,11 @@ func validationFailed(format string, args ...any) error {
 // authentication for BASIC providers whose headers set no Authorization.
 // Any 2xx answer of one of the endpoints passes.
 func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds *Credentials, cfg map[string]string) error {
+	return ss.verifyWith(ctx, p, creds, cfg, ss.cfg.HTTPClient)
+}
+
+// verifyWith is verify with the client that sends the requests.
+func (ss *Sessions) verifyWith(ctx context.Context, p *integrations.Provider, creds *Credentials, cfg map[string]string, client *http.Client) error {
 	if p.Proxy == nil || p.Proxy.Verification == nil {
 		return nil
 	}
@@ -372,7 +388,7 @@ func (ss *Sessions) verify(ctx context.Context, p *integrations.Provider, creds 
 			req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(creds.Username+":"+creds.Password)))
 		}
 		req.Header.Set("Accept", "application/json")
-		resp, err := ss.cfg.HTTPClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			// Only "address not allowed" or "could not reach the provider":
 			// the dial error would tell an open port from a closed one.

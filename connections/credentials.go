@@ -17,6 +17,7 @@ import "time"
 //   - TWO_STEP, JWT: Inputs, Token, RefreshToken (TWO_STEP), ExpiresAt, ObtainedAt, Raw
 //   - SIGNATURE: Username, Password, Token, ExpiresAt, ObtainedAt
 //   - BILL: Username, Password, Inputs, Token (the session id), ExpiresAt, ObtainedAt, Raw
+//   - AWS_SIGV4: RoleARN, Region, Service, ExternalID, AccessKeyID, SecretAccessKey, SessionToken, ExpiresAt, ObtainedAt, Raw
 //   - NONE: nothing
 type Credentials struct {
 	Type string `json:"type"`
@@ -57,6 +58,14 @@ type Credentials struct {
 	// provider's credential fields of TWO_STEP and JWT, Bill's
 	// organization_id and dev_key (see IsTokenMode).
 	Inputs map[string]any `json:"inputs,omitempty"`
+	// ClientCertificate and ClientPrivateKey are the PEM client certificate
+	// and key of an OAUTH2_CC connection whose provider requires one
+	// (mutual TLS), or, for private_key_jwt, the private JWK that signs
+	// the client assertion (ClientPrivateKey only).
+	ClientCertificate string `json:"client_certificate,omitempty"`
+	ClientPrivateKey  string `json:"client_private_key,omitempty"`
+
+	AWSSigV4
 }
 
 // ConfigOverride replaces the integration's OAuth client for one connection.

@@ -146,6 +146,7 @@ type APICredentialsBody struct {
 	// Fields are further fields of the credentials' type, written beside
 	// the others (the provider's own fields of TWO_STEP and JWT).
 	Fields map[string]any `json:"-"`
+	*APIAWSSigV4
 }
 
 // APICredentials returns the wire form of credentials for their type. The
@@ -198,6 +199,9 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 	case integrations.AuthModeTBA:
 		m.TokenID, m.TokenSecret = &c.TokenID, &c.TokenSecret
 		m.ConfigOverride = c.ConfigOverride
+	case integrations.AuthModeAWSSigV4:
+		m.APIAWSSigV4, m.Raw = apiAWSSigV4(c), raw()
+		exp()
 	case integrations.AuthModeNone:
 		return &APICredentialsBody{}
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:

@@ -112,6 +112,12 @@ type RefreshConfig struct {
 	// integration, opened: they sign the JWT that mints installation
 	// tokens. Nil means APP connections are not refreshed.
 	AppCredentials func(ctx context.Context, environmentID int64, integrationKey string) (appID, privateKey string, err error)
+	// Integration returns an integration with its secrets opened: AWS
+	// SigV4 renewals read its STS settings. Nil means AWS SigV4
+	// connections are not renewed.
+	Integration func(ctx context.Context, environmentID int64, integrationKey string) (*integrations.Integration, error)
+	// AWSSTSEndpoint replaces DefaultAWSSTSEndpoint (builtin STS mode).
+	AWSSTSEndpoint AWSSTSEndpointFunc
 	// Notifier receives the auth webhook (operation refresh) of a
 	// connection whose refresh started failing, in the transaction that
 	// records the failure. Nil sends none.
@@ -254,6 +260,8 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		return GrantAppInstallation
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 		return GrantTokenExchange
+	case integrations.AuthModeAWSSigV4:
+		return GrantAWSAssumeRole
 	}
 	return ""
 }
@@ -350,7 +358,7 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 // passes a within that covers the time until its next pass).
 func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
-	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp, integrations.AuthModeAWSSigV4:
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 	default:
 		return c, nil
@@ -509,6 +517,9 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 	}
 	if grant == GrantTokenExchange {
 		return r.exchangeToken(ctx, p, c)
+	}
+	if grant == GrantAWSAssumeRole {
+		return r.awsRefresh(ctx, c)
 	}
 	clientID, clientSecret, err := r.client(ctx, c)
 	if err != nil {
@@ -736,6 +747,9 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Time) *Credentials {
 	if tr.Credentials != nil {
 		return tr.Credentials // a token mode's exchange made the credentials
+	}
+	if grant == GrantAWSAssumeRole {
+		return mergeAWS(old, tr, now)
 	}
 	c := *old
 	raw := maps.Clone(tr.Raw)

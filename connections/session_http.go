@@ -33,6 +33,8 @@ var AuthPaths = map[string]string{
 	integrations.AuthModeBasic:    "/api-auth/basic/{integration}",
 	integrations.AuthModeOAuth2CC: "/oauth2/auth/{integration}",
 	integrations.AuthModeNone:     "/auth/unauthenticated/{integration}",
+	integrations.AuthModeTBA:      "/auth/tba/{integration}",
+	integrations.AuthModeAWSSigV4: "/auth/aws-sigv4/{integration}",
 }
 
 func setCORS(h http.Header) { h.Set("Access-Control-Allow-Origin", "*") }
@@ -98,7 +100,8 @@ func (ss *Sessions) Routes(rt *httpapi.Router) {
 //   - GET /connect/session and DELETE /connect/session, with the token as
 //     bearer (the connect UI);
 //   - POST /api-auth/api-key/{integration}, /api-auth/basic/{integration},
-//     /oauth2/auth/{integration} and /auth/unauthenticated/{integration},
+//     /oauth2/auth/{integration}, /auth/unauthenticated/{integration},
+//     /auth/tba/{integration} and /auth/aws-sigv4/{integration},
 //     with the token in the connect_session_token query parameter (the
 //     frontend client's non-OAuth auth calls);
 //   - GET /oauth/connect/{integration} (the OAuth popup, with the token in
@@ -111,7 +114,8 @@ func (ss *Sessions) PublicRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /connect/session", ss.public(ss.getSession))
 	mux.Handle("DELETE /connect/session", ss.public(ss.deleteSession))
 	mux.HandleFunc("OPTIONS /connect/session", Preflight)
-	for _, mode := range []string{integrations.AuthModeAPIKey, integrations.AuthModeBasic, integrations.AuthModeOAuth2CC, integrations.AuthModeNone} {
+	for _, mode := range []string{integrations.AuthModeAPIKey, integrations.AuthModeBasic, integrations.AuthModeOAuth2CC, integrations.AuthModeNone,
+		integrations.AuthModeTBA, integrations.AuthModeAWSSigV4} {
 		mux.Handle("POST "+AuthPaths[mode], ss.public(ss.authHandler(mode)))
 		mux.HandleFunc("OPTIONS "+AuthPaths[mode], Preflight)
 	}
@@ -399,6 +403,14 @@ type authBody struct {
 	ClientSecret      *string `json:"client_secret"`
 	ClientCertificate *string `json:"client_certificate"`
 	ClientPrivateKey  *string `json:"client_private_key"`
+	// TBA
+	TokenID                   *string `json:"token_id"`
+	TokenSecret               *string `json:"token_secret"`
+	OAuthClientIDOverride     *string `json:"oauth_client_id_override"`
+	OAuthClientSecretOverride *string `json:"oauth_client_secret_override"`
+	// AWS SigV4
+	RoleARN *string `json:"role_arn"`
+	Region  *string `json:"region"`
 }
 
 func deref(s *string) string {
@@ -444,6 +456,11 @@ func (ss *Sessions) authHandler(mode string) publicHandler {
 					return store.Invalid(CodeInvalidCredentials, "Client credentials with a certificate or a private key are not supported; send client_id and client_secret.")
 				}
 				in.Credentials.ClientID, in.Credentials.ClientSecret = deref(body.ClientID), deref(body.ClientSecret)
+			case integrations.AuthModeTBA:
+				in.Credentials.TokenID, in.Credentials.TokenSecret = deref(body.TokenID), deref(body.TokenSecret)
+				tbaCredentials(&in.Credentials, deref(body.OAuthClientIDOverride), deref(body.OAuthClientSecretOverride))
+			case integrations.AuthModeAWSSigV4:
+				in.Credentials.RoleARN, in.Credentials.Region = deref(body.RoleARN), deref(body.Region)
 			}
 		}
 		res, err := ss.Authorize(r.Context(), sess, in)

@@ -95,6 +95,9 @@ type SessionsConfig struct {
 	// replaces Policy: its transport must enforce an address policy itself
 	// (build it on egress.NewTransport).
 	HTTPClient *http.Client
+	// AWSSTSEndpoint replaces DefaultAWSSTSEndpoint for AWS SigV4 auth
+	// calls (builtin STS mode): set by the host, never by an end user.
+	AWSSTSEndpoint AWSSTSEndpointFunc
 	// MaxBody limits request bodies of the public routes; 0 means
 	// httpapi.DefaultMaxBody.
 	MaxBody int64
@@ -188,7 +191,7 @@ func NewSessions(conns *Service, cfg SessionsConfig) (*Sessions, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ss := &Sessions{conns: conns, cfg: cfg, wsPublicPath: publicPath + cfg.WebsocketsPath}
-	rc := RefreshConfig{Timeout: cfg.CheckTimeout, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger}
+	rc := RefreshConfig{Timeout: cfg.CheckTimeout, HTTPClient: cfg.HTTPClient, Logger: cfg.Logger, AWSSTSEndpoint: cfg.AWSSTSEndpoint}
 	rc.applyDefaults()
 	ss.cc = &refresher{s: conns, cfg: rc}
 	return ss, nil

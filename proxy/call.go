@@ -57,6 +57,7 @@ type injection struct {
 	header  []headerField // by canonical name, each once
 	query   [][2]string
 	signer  *oauth1.Transport // OAuth 1 and TBA
+	aws     *connections.AWSSigV4
 	secrets []string
 	// perRequest are the header and query templates whose value depends
 	// on the request, the clock or chance (signatures, dates, nonces),
@@ -228,6 +229,8 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 			return nil, err
 		}
 		inj.signer = s
+	case integrations.AuthModeAWSSigV4:
+		inj.aws = awsSigner(t, cr)
 	}
 	if px := t.Provider.Proxy; px != nil {
 		for _, f := range []struct {
@@ -260,7 +263,7 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 		}
 	}
 	for _, s := range []string{cr.Token, v.AccessToken, v.APIKey, cr.RefreshToken, cr.Password, cr.OAuthTokenSecret,
-		cr.TokenSecret, cr.ClientSecret, v.ClientSecret, cr.OAuthToken} {
+		cr.TokenSecret, cr.ClientSecret, v.ClientSecret, cr.OAuthToken, cr.SecretAccessKey, cr.SessionToken} {
 		if s != "" {
 			inj.secrets = append(inj.secrets, s, url.QueryEscape(s))
 		}
@@ -818,6 +821,14 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if inj.signer != nil && r.Header.Get("Authorization") == "" {
 		return inj.signer.RoundTrip(r)
+	}
+	if inj.aws != nil {
+		if err := c.signAWS(inj.aws, r); err != nil {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
 	}
 	return h.p.base.RoundTrip(r)
 }

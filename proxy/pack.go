@@ -73,9 +73,10 @@ func (p *Proxy) Pack(t *Target) Packed {
 			return Packed{full: t}
 		}
 	}
-	if len(inj.perRequest) > 0 {
-		// Templates computed per request (and the values they read) are
-		// not packed: the target is kept as it is.
+	if len(inj.perRequest) > 0 || inj.aws != nil {
+		// Templates computed per request (and the values they read), and
+		// AWS SigV4 signatures, are not packed: the target is kept as it
+		// is.
 		return Packed{full: t}
 	}
 	u, err := (&call{p: p, t: t}).computeBaseURL()

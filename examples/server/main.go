@@ -146,6 +146,16 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		}
 	}
 
+	// CONNECT_AWS_STS_ENDPOINT replaces AWS's STS endpoint of AWS SigV4
+	// integrations in builtin STS mode: a URL in which {region} stands for
+	// the connection's (checked) region. The operator's setting, for a
+	// private STS or a test; end users never choose it.
+	if tmpl := getenv("CONNECT_AWS_STS_ENDPOINT"); tmpl != "" {
+		if u, err := url.Parse(strings.ReplaceAll(tmpl, "{region}", "us-east-1")); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			return errors.New("CONNECT_AWS_STS_ENDPOINT must be an http(s) URL, {region} standing for the region")
+		}
+		cfg.AWSSTSEndpoint = func(region string) string { return strings.ReplaceAll(tmpl, "{region}", region) }
+	}
 	svc, err := connect.New(cfg)
 	if err != nil {
 		return err
