@@ -14,6 +14,7 @@ import "time"
 //   - BASIC: Username, Password
 //   - APP: AccessToken, ExpiresAt, ObtainedAt, Raw, JWTToken
 //   - TBA: TokenID, TokenSecret, ConfigOverride
+//   - CUSTOM: App, User, ExpiresAt (the earlier of the two), ObtainedAt
 //   - NONE: nothing
 type Credentials struct {
 	Type string `json:"type"`
@@ -49,6 +50,14 @@ type Credentials struct {
 
 	TokenID     string `json:"token_id,omitempty"`
 	TokenSecret string `json:"token_secret,omitempty"`
+
+	// Registered is the client and token endpoint of an MCP connection
+	// (OAUTH2 credentials of MCP_OAUTH2 and MCP_OAUTH2_GENERIC providers).
+	Registered *RegisteredClient `json:"registered_client,omitempty"`
+	// App and User are the two tokens of CUSTOM credentials (GitHub App
+	// OAuth): the installation token (APP) and the user's (OAUTH2).
+	App  *Credentials `json:"app,omitempty"`
+	User *Credentials `json:"user,omitempty"`
 }
 
 // ConfigOverride replaces the integration's OAuth client for one connection.

@@ -143,6 +143,10 @@ type APICredentialsBody struct {
 	JWTToken         string          `json:"jwtToken,omitempty"`
 	Raw              *map[string]any `json:"raw,omitempty"`
 	ConfigOverride   *ConfigOverride `json:"config_override,omitempty"`
+	// App and User are CUSTOM credentials' two tokens; User is null
+	// without a user authorization.
+	App  *APICredentialsBody  `json:"app,omitempty"`
+	User **APICredentialsBody `json:"user,omitempty"`
 }
 
 // APICredentials returns the wire form of credentials for their type. The
@@ -195,6 +199,8 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 	case integrations.AuthModeTBA:
 		m.TokenID, m.TokenSecret = &c.TokenID, &c.TokenSecret
 		m.ConfigOverride = c.ConfigOverride
+	case integrations.AuthModeCustom:
+		return apiCustomCredentials(c, withRefreshToken)
 	case integrations.AuthModeNone:
 		return &APICredentialsBody{}
 	}

@@ -252,6 +252,8 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		return GrantClientCredentials
 	case integrations.AuthModeApp:
 		return GrantAppInstallation
+	case integrations.AuthModeCustom:
+		return GrantCustom
 	}
 	return ""
 }
@@ -345,7 +347,7 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 // passes a within that covers the time until its next pass).
 func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
-	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp, integrations.AuthModeCustom:
 	default:
 		return c, nil
 	}
@@ -500,6 +502,12 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 			return nil, fmt.Errorf("connections: app credentials of integration %q: %w", c.IntegrationKey, err)
 		}
 		return r.appToken(ctx, p, appID, key, stringMap(c.ConnectionConfig))
+	}
+	if grant == GrantCustom {
+		return r.customToken(ctx, p, c)
+	}
+	if reg := creds.Registered; reg != nil && grant == GrantRefreshToken {
+		return r.refreshRegistered(ctx, p, c, reg)
 	}
 	clientID, clientSecret, err := r.client(ctx, c)
 	if err != nil {
@@ -725,6 +733,9 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 // mergeTokens returns old with the token response applied. A response
 // without a refresh token keeps the old one.
 func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Time) *Credentials {
+	if tr.custom != nil {
+		return tr.custom
+	}
 	c := *old
 	raw := maps.Clone(tr.Raw)
 	if raw == nil {
@@ -929,6 +940,8 @@ type TokenResponse struct {
 	// Raw is the whole response: a JSON object as decoded by
 	// encoding/json, or the fields of a form (first value of each).
 	Raw map[string]any
+	// custom is the whole new credentials of a CUSTOM refresh.
+	custom *Credentials
 }
 
 // maxExpiresIn bounds a usable expires_in.
