@@ -148,7 +148,7 @@ func combineCustom(app, user *Credentials) *Credentials {
 
 // customToken renews a CUSTOM connection's tokens: a new installation
 // token, and the user token when it can be refreshed and expires within
-// customUserRefreshWindow. The result rides in TokenResponse.custom.
+// customUserRefreshWindow. The result rides in TokenResponse.Combined.
 func (r *refresher) customToken(ctx context.Context, p *integrations.Provider, c *Connection) (*TokenResponse, error) {
 	creds := c.Credentials
 	if r.cfg.AppCredentials == nil {
@@ -198,7 +198,7 @@ func (r *refresher) customToken(ctx context.Context, p *integrations.Provider, c
 	app = mergeTokens(app, atr, GrantAppInstallation, now)
 	out := combineCustom(app, user)
 	out.ConfigOverride = creds.ConfigOverride
-	return &TokenResponse{AccessToken: atr.AccessToken, ExpiresIn: atr.ExpiresIn, Raw: atr.Raw, custom: out}, nil
+	return &TokenResponse{AccessToken: atr.AccessToken, ExpiresIn: atr.ExpiresIn, Raw: atr.Raw, Combined: out}, nil
 }
 
 // apiCustomCredentials is the wire form of CUSTOM credentials: Nango's

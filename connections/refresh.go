@@ -733,8 +733,8 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 // mergeTokens returns old with the token response applied. A response
 // without a refresh token keeps the old one.
 func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Time) *Credentials {
-	if tr.custom != nil {
-		return tr.custom
+	if tr.Combined != nil {
+		return tr.Combined
 	}
 	c := *old
 	raw := maps.Clone(tr.Raw)
@@ -940,8 +940,9 @@ type TokenResponse struct {
 	// Raw is the whole response: a JSON object as decoded by
 	// encoding/json, or the fields of a form (first value of each).
 	Raw map[string]any
-	// custom is the whole new credentials of a CUSTOM refresh.
-	custom *Credentials
+	// Combined is set by the refresh of CUSTOM credentials: the whole new
+	// credentials (app and user tokens), which replace the old ones.
+	Combined *Credentials
 }
 
 // maxExpiresIn bounds a usable expires_in.
