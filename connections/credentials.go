@@ -18,6 +18,7 @@ import "time"
 //   - SIGNATURE: Username, Password, Token, ExpiresAt, ObtainedAt
 //   - BILL: Username, Password, Inputs, Token (the session id), ExpiresAt, ObtainedAt, Raw
 //   - AWS_SIGV4: RoleARN, Region, Service, ExternalID, AccessKeyID, SecretAccessKey, SessionToken, ExpiresAt, ObtainedAt, Raw
+//   - CUSTOM: App, User, ExpiresAt (the earlier of the two), ObtainedAt
 //   - NONE: nothing
 type Credentials struct {
 	Type string `json:"type"`
@@ -66,6 +67,13 @@ type Credentials struct {
 	ClientPrivateKey  string `json:"client_private_key,omitempty"`
 
 	AWSSigV4
+	// Registered is the client and token endpoint of an MCP connection
+	// (OAUTH2 credentials of MCP_OAUTH2 and MCP_OAUTH2_GENERIC providers).
+	Registered *RegisteredClient `json:"registered_client,omitempty"`
+	// App and User are the two tokens of CUSTOM credentials (GitHub App
+	// OAuth): the installation token (APP) and the user's (OAUTH2).
+	App  *Credentials `json:"app,omitempty"`
+	User *Credentials `json:"user,omitempty"`
 }
 
 // ConfigOverride replaces the integration's OAuth client for one connection.

@@ -147,6 +147,10 @@ type APICredentialsBody struct {
 	// the others (the provider's own fields of TWO_STEP and JWT).
 	Fields map[string]any `json:"-"`
 	*APIAWSSigV4
+	// App and User are CUSTOM credentials' two tokens; User is null
+	// without a user authorization.
+	App  *APICredentialsBody  `json:"app,omitempty"`
+	User **APICredentialsBody `json:"user,omitempty"`
 }
 
 // APICredentials returns the wire form of credentials for their type. The
@@ -202,6 +206,8 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 	case integrations.AuthModeAWSSigV4:
 		m.APIAWSSigV4, m.Raw = apiAWSSigV4(c), raw()
 		exp()
+	case integrations.AuthModeCustom:
+		return apiCustomCredentials(c, withRefreshToken)
 	case integrations.AuthModeNone:
 		return &APICredentialsBody{}
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:

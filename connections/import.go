@@ -512,13 +512,16 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		if c.Type == "" {
 			c.Type = mode
 		}
-		if mode != "" && c.Type != mode && !(mode == integrations.AuthModeOAuth2CC && c.Type == integrations.AuthModeOAuth2) {
+		if mode != "" && c.Type != mode && !(mode == integrations.AuthModeOAuth2CC && c.Type == integrations.AuthModeOAuth2) && !importTypeFits(mode, c.Type) {
 			return nil, httpapi.InvalidField(fmt.Sprintf("type %s does not match the provider's auth mode %s", c.Type, mode), "credentials", "type")
+		}
+		if err := nestedRegistered(mode, &c, in.ConnectionConfig); err != nil {
+			return nil, err
 		}
 		return checkCredentials(&c)
 	}
 	switch mode {
-	case integrations.AuthModeOAuth2, integrations.AuthModeApp, "CUSTOM", "MCP_OAUTH2":
+	case integrations.AuthModeOAuth2, integrations.AuthModeApp, "CUSTOM", "MCP_OAUTH2", integrations.AuthModeMCPOAuth2Generic:
 		if in.AccessToken == "" {
 			return nil, httpapi.InvalidField("is required for OAuth 2 connections", "access_token")
 		}
@@ -556,6 +559,11 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		if in.OAuthClientIDOverride != "" || in.OAuthClientSecretOverride != "" {
 			c.ConfigOverride = &ConfigOverride{ClientID: in.OAuthClientIDOverride, ClientSecret: in.OAuthClientSecretOverride}
 		}
+		if mode == integrations.AuthModeMCPOAuth2Generic {
+			if err := importRegistered(c, in.ConnectionConfig); err != nil {
+				return nil, err
+			}
+		}
 		return checkCredentials(c)
 	case integrations.AuthModeOAuth2CC:
 		c := &Credentials{Type: integrations.AuthModeOAuth2CC, Token: in.AccessToken, ClientID: in.OAuthClientIDOverride, ClientSecret: in.OAuthClientSecretOverride}
@@ -572,7 +580,7 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		return checkCredentials(c)
 	case integrations.AuthModeOAuth1:
 		return checkCredentials(&Credentials{Type: integrations.AuthModeOAuth1, OAuthToken: in.OAuthToken, OAuthTokenSecret: in.OAuthTokenSecret, Raw: in.Raw})
-	case integrations.AuthModeBasic:
+	case integrations.AuthModeBasic, integrations.AuthModeInstallPlugin:
 		c := &Credentials{Type: integrations.AuthModeBasic}
 		if in.Username == nil {
 			return nil, httpapi.InvalidField("is required for Basic connections", "username")
@@ -626,6 +634,8 @@ func checkCredentials(c *Credentials) (*Credentials, error) {
 		if err = req(c.TokenID, "token_id"); err == nil {
 			err = req(c.TokenSecret, "token_secret")
 		}
+	case integrations.AuthModeCustom:
+		err = checkCustomImport(c, req)
 	case integrations.AuthModeNone:
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 		err = checkTokenModeImport(c)

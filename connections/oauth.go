@@ -176,6 +176,7 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	}
 	switch p.AuthMode {
 	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth1, integrations.AuthModeApp:
+	case integrations.AuthModeMCPOAuth2, integrations.AuthModeMCPOAuth2Generic, integrations.AuthModeCustom, integrations.AuthModeInstallPlugin:
 	default:
 		return nil, flowErr(FlowErrAuthMode, "The integration %q uses the auth mode %s, which has no OAuth flow: use the matching auth call.", key, p.AuthMode)
 	}
@@ -209,7 +210,7 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	if err := checkPresetParams(sess.IntegrationsConfigDefaults[key], in); err != nil {
 		return nil, err
 	}
-	if p.AuthMode == integrations.AuthModeApp {
+	if p.AuthMode == integrations.AuthModeApp || p.AuthMode == integrations.AuthModeCustom {
 		// The app's public page comes from the integration, not from the
 		// end user.
 		overlay["appPublicLink"] = strings.TrimRight(client.appLink, "/")
@@ -254,6 +255,11 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	switch p.AuthMode {
 	case integrations.AuthModeOAuth1:
 		state, redirect, err = ss.startOAuth1(ctx, p, client, vars, f, scopes, in.AuthorizationParams, sess)
+	case integrations.AuthModeMCPOAuth2, integrations.AuthModeMCPOAuth2Generic:
+		state, redirect, err = ss.startMCP(ctx, p, client, vars, f, scopes, in, sess)
+	case integrations.AuthModeCustom, integrations.AuthModeInstallPlugin:
+		state = randomToken()
+		redirect, err = installURL(p, client, vars, state)
 	default:
 		state = randomToken()
 		redirect, err = ss.authorizationURL(p, client, vars, f, state, scopes, in, sess)
@@ -320,6 +326,12 @@ func (ss *Sessions) flowClient(sess *Session, it *integrations.Integration, p *i
 		return nil, flowErr(FlowErrURLParam, "The connect session asks the end user for their own OAuth app for %q: pass credentials[oauth_client_id_override] and credentials[oauth_client_secret_override].", in.IntegrationKey)
 	}
 	switch p.AuthMode {
+	case integrations.AuthModeMCPOAuth2, integrations.AuthModeMCPOAuth2Generic:
+		return c, checkMCPClient(p, c, in.IntegrationKey)
+	case integrations.AuthModeCustom:
+		return c, checkCustomClient(c, in.IntegrationKey)
+	case integrations.AuthModeInstallPlugin:
+		return c, pluginClient(p, it, c, in.IntegrationKey)
 	case integrations.AuthModeApp:
 		if c.appID == "" || c.privateKey == "" || c.appLink == "" {
 			return nil, flowErr(FlowErrProviderConfig, "The integration %q needs its app credentials (app_id, app_link, private_key).", in.IntegrationKey)
@@ -703,6 +715,12 @@ func (ss *Sessions) finish(ctx context.Context, f *OAuthFlow, state string, quer
 		creds, err = ss.finishOAuth1(ctx, p, client, cfg, f, query)
 	case integrations.AuthModeApp:
 		creds, err = ss.finishApp(ctx, p, client, cfg, f, query)
+	case integrations.AuthModeMCPOAuth2, integrations.AuthModeMCPOAuth2Generic:
+		creds, err = ss.finishMCP(ctx, p, client, cfg, f, query)
+	case integrations.AuthModeCustom:
+		creds, err = ss.finishCustom(ctx, p, client, cfg, f, query)
+	case integrations.AuthModeInstallPlugin:
+		creds, err = ss.finishPlugin(p, it, cfg)
 	default:
 		creds, err = ss.finishOAuth2(ctx, p, client, cfg, f, query)
 	}

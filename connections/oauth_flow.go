@@ -86,6 +86,8 @@ type FlowSecrets struct {
 	// session let them bring one; empty means the integration's.
 	ClientID     string `json:"client_id,omitempty"`
 	ClientSecret string `json:"client_secret,omitempty"`
+	// MCP is the client registered for an MCP flow and its endpoints.
+	MCP *RegisteredClient `json:"mcp,omitempty"`
 }
 
 // Done reports whether the flow has ended, well or badly.

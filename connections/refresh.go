@@ -262,6 +262,8 @@ func grantFor(p *integrations.Provider, creds *Credentials) string {
 		return GrantTokenExchange
 	case integrations.AuthModeAWSSigV4:
 		return GrantAWSAssumeRole
+	case integrations.AuthModeCustom:
+		return GrantCustom
 	}
 	return ""
 }
@@ -358,7 +360,7 @@ func (r *refresher) refresh(ctx context.Context, c *Connection, force bool) (*Co
 // passes a within that covers the time until its next pass).
 func (r *refresher) run(ctx context.Context, c *Connection, force bool, within time.Duration) (*Connection, error) {
 	switch c.AuthMode {
-	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp, integrations.AuthModeAWSSigV4:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeApp, integrations.AuthModeAWSSigV4, integrations.AuthModeCustom:
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 	default:
 		return c, nil
@@ -520,6 +522,12 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 	}
 	if grant == GrantAWSAssumeRole {
 		return r.awsRefresh(ctx, c)
+	}
+	if grant == GrantCustom {
+		return r.customToken(ctx, p, c)
+	}
+	if reg := creds.Registered; reg != nil && grant == GrantRefreshToken {
+		return r.refreshRegistered(ctx, p, c, reg)
 	}
 	clientID, clientSecret, err := r.client(ctx, c)
 	if err != nil {
@@ -751,6 +759,9 @@ func mergeTokens(old *Credentials, tr *TokenResponse, grant string, now time.Tim
 	if grant == GrantAWSAssumeRole {
 		return mergeAWS(old, tr, now)
 	}
+	if tr.Combined != nil {
+		return tr.Combined
+	}
 	c := *old
 	raw := maps.Clone(tr.Raw)
 	if raw == nil {
@@ -958,6 +969,9 @@ type TokenResponse struct {
 	// Credentials are the new credentials a token mode's exchange made
 	// (see IsTokenMode); nil for an OAuth token response.
 	Credentials *Credentials
+	// Combined is set by the refresh of CUSTOM credentials: the whole new
+	// credentials (app and user tokens), which replace the old ones.
+	Combined *Credentials
 }
 
 // maxExpiresIn bounds a usable expires_in.

@@ -177,6 +177,8 @@ func vars(t *Target) integrations.TemplateVars {
 	switch cr.Type {
 	case integrations.AuthModeOAuth2, integrations.AuthModeApp:
 		v.AccessToken = cr.AccessToken
+	case integrations.AuthModeCustom:
+		v.AccessToken = customAccessToken(cr)
 	case integrations.AuthModeOAuth2CC:
 		v.AccessToken = cr.Token
 		if cr.ClientID != "" {
@@ -213,7 +215,7 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 		cr = &connections.Credentials{Type: t.Connection.AuthMode}
 	}
 	switch cr.Type {
-	case integrations.AuthModeOAuth2, integrations.AuthModeApp, integrations.AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2, integrations.AuthModeApp, integrations.AuthModeOAuth2CC, integrations.AuthModeCustom:
 		if v.AccessToken != "" {
 			inj.setHeader("Authorization", "Bearer "+v.AccessToken)
 		}
@@ -458,7 +460,7 @@ func baseURLError(err error) error {
 // (and client-credentials) connections.
 func (c *call) canRefresh() bool {
 	switch c.target().Connection.AuthMode {
-	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC:
+	case integrations.AuthModeOAuth2, integrations.AuthModeOAuth2CC, integrations.AuthModeCustom:
 		return true
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 		return true
@@ -831,4 +833,13 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return h.p.base.RoundTrip(r)
+}
+
+// customAccessToken is the token requests of a CUSTOM (GitHub App OAuth)
+// connection carry: the app installation token, as Nango's proxy does.
+func customAccessToken(cr *connections.Credentials) string {
+	if cr.App != nil {
+		return cr.App.AccessToken
+	}
+	return ""
 }
