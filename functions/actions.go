@@ -297,6 +297,8 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 	// reapActions can tell a task whose instance died.
 	var mu sync.Mutex
 	runCtx, cancel := context.WithCancel(ctx)
+	s.local.Store("task:"+t.ID, runCtx)
+	defer s.local.Delete("task:" + t.ID)
 	beatDone := make(chan struct{})
 	lost := false
 	go func() {
@@ -343,6 +345,9 @@ func (s *Service) reapActions(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, t := range stale {
+		if s.liveHere("task:" + t.ID) {
+			continue // alive here: its heartbeat is late, not missing
+		}
 		err := s.finishTask(ctx, t, nil, &RunError{Failure: &Failure{Status: 500, Body: FailureBody{Error: FailureDetail{
 			Code: "script_internal_error", Message: "The instance running the action stopped before it ended."}}},
 			Err: errors.New("interrupted")})

@@ -116,6 +116,13 @@ type Service struct {
 	st     TxStore
 	logger *slog.Logger
 
+	// local holds the ids of the sync runs ("run:ID") and action attempts
+	// ("task:ID") this process is executing: its reapers never take them
+	// as interrupted, however late their heartbeats are written (a
+	// machine or a database slow for longer than staleAfter); only
+	// another process's, or a dead one's, can be.
+	local sync.Map
+
 	mu  sync.RWMutex
 	reg map[fnKey]*registered // guarded by mu
 	// deployed remembers the (environment, integration) pairs whose

@@ -198,6 +198,9 @@ func (s *Service) reap(ctx context.Context) (int, error) {
 		if r.Status == RunQueued && r.CreatedAt.After(now.Add(-time.Hour)) {
 			continue // waiting for a worker
 		}
+		if s.liveHere("run:" + r.ID) {
+			continue // alive here: its heartbeat is late, not missing
+		}
 		sc, err := s.st.GetSyncByID(ctx, r.SyncID)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
@@ -216,6 +219,13 @@ func (s *Service) reap(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// liveHere reports whether key ("run:ID", "task:ID") is executing in this
+// process within its deadline.
+func (s *Service) liveHere(key string) bool {
+	v, ok := s.local.Load(key)
+	return ok && v.(context.Context).Err() == nil
 }
 
 // staleAfter is how long a running run (or action attempt) may go without
@@ -290,6 +300,8 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 	}
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
 	defer cancel()
+	s.local.Store("run:"+r.ID, runCtx)
+	defer s.local.Delete("run:" + r.ID)
 	hbDone := make(chan struct{})
 	go s.heartbeat(runCtx, st, cancel, hbDone)
 	runErr := s.execSync(runCtx, st, nil)
