@@ -75,8 +75,10 @@ func snapshot(t *testing.T, bu *bundle) string {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, b *backend) {
-		bu := setup(t, b)
+		bu := setup(t, b, withModeProviders(t))
 		seed(t, bu)
+		mtok, otok := seedModes(t, bu)
+		huge := strings.Repeat("k", 70<<10) // over the 64 KiB of one credential
 		limited, _, err := bu.svc.Environments().CreateAPIKey(context.Background(), bu.env.ID,
 			environments.NewAPIKey{Name: "read-only", Scopes: []string{environments.ScopeConnectionsRead}})
 		if err != nil {
@@ -208,10 +210,63 @@ func TestBadInput(t *testing.T) {
 			{"signature unknown token", req{method: "POST", path: "/auth/signature/gh?connect_session_token=nango_connect_session_" + strings.Repeat("0", 64), key: "-", body: `{}`}, 401, "unknown_connect_session_token"},
 			{"bill wrong mode", req{method: "POST", path: "/auth/bill/tw?connect_session_token=" + tok, key: "-", body: `{"username":"u","password":"p","organization_id":"o","dev_key":"d"}`}, 400, "invalid_auth_mode"},
 			{"bill unknown integration", req{method: "POST", path: "/auth/bill/nope?connect_session_token=" + tok, key: "-", body: `{"username":"u"}`}, 400, "integration_not_allowed"},
+
+			{"two-step malformed", req{method: "POST", path: "/auth/two-step/vy?connect_session_token=" + mtok, key: "-", body: `{"email":`}, 400, "invalid_body"},
+			{"two-step not an object", req{method: "POST", path: "/auth/two-step/vy?connect_session_token=" + mtok, key: "-", body: `"TWO_STEP"`}, 400, "invalid_body"},
+			{"two-step type not a string", req{method: "POST", path: "/auth/two-step/vy?connect_session_token=" + mtok, key: "-", body: `{"type":5,"email":"a@b.c","password":"p"}`}, 400, "invalid_credentials"},
+			{"two-step missing input", req{method: "POST", path: "/auth/two-step/vy?connect_session_token=" + mtok, key: "-", body: `{"type":"TWO_STEP","email":"a@b.c"}`}, 400, "invalid_credentials"},
+			{"two-step oversized input", req{method: "POST", path: "/auth/two-step/vy?connect_session_token=" + mtok, key: "-", body: `{"type":"TWO_STEP","email":"a@b.c","password":"` + huge + `"}`}, 400, "invalid_credentials"},
+			{"two-step NUL input", req{method: "POST", path: "/auth/two-step/vy?connect_session_token=" + mtok, key: "-", body: `{"type":"TWO_STEP","email":"a@b.c","password":"p\u0000"}`}, 400, "invalid_body"},
+			{"two-step oversized body", req{method: "POST", path: "/auth/two-step/vy?connect_session_token=" + mtok, key: "-", body: `{"type":"TWO_STEP","email":"` + strings.Repeat("e", 2<<20) + `"}`}, 413, "payload_too_large"},
+			{"two-step unknown integration", req{method: "POST", path: "/auth/two-step/nope?connect_session_token=" + otok, key: "-", body: `{"type":"TWO_STEP","email":"a"}`}, 404, "unknown_provider_config"},
+			{"two-step on signature", req{method: "POST", path: "/auth/two-step/em?connect_session_token=" + mtok, key: "-", body: `{"type":"TWO_STEP","email":"a"}`}, 400, "invalid_auth_mode"},
+			{"jwt malformed", req{method: "POST", path: "/auth/jwt/jw?connect_session_token=" + mtok, key: "-", body: `{"privateKey"`}, 400, "invalid_body"},
+			{"jwt not a key", req{method: "POST", path: "/auth/jwt/jw?connect_session_token=" + mtok, key: "-", body: `{"type":"JWT","accountIdentifier":"A","userName":"B","privateKey":"not a key"}`}, 400, "invalid_credentials"},
+			{"jwt wrong type", req{method: "POST", path: "/auth/jwt/jw?connect_session_token=" + mtok, key: "-", body: `{"type":"TWO_STEP","accountIdentifier":"A","userName":"B","privateKey":"k"}`}, 400, "invalid_credentials"},
+			{"jwt missing input", req{method: "POST", path: "/auth/jwt/jw?connect_session_token=" + mtok, key: "-", body: `{"type":"JWT","accountIdentifier":"A","privateKey":"k"}`}, 400, "invalid_credentials"},
+			{"jwt oversized key", req{method: "POST", path: "/auth/jwt/jw?connect_session_token=" + mtok, key: "-", body: `{"type":"JWT","accountIdentifier":"A","userName":"B","privateKey":"` + huge + `"}`}, 400, "invalid_credentials"},
+			{"jwt unknown integration", req{method: "POST", path: "/auth/jwt/nope?connect_session_token=" + otok, key: "-", body: `{"type":"JWT"}`}, 404, "unknown_provider_config"},
+			{"jwt on two-step", req{method: "POST", path: "/auth/jwt/vy?connect_session_token=" + mtok, key: "-", body: `{"type":"JWT","privateKey":"k"}`}, 400, "invalid_auth_mode"},
+			{"signature malformed", req{method: "POST", path: "/auth/signature/em?connect_session_token=" + mtok, key: "-", body: `{"username":"u",}`}, 400, "invalid_body"},
+			{"signature password not a string", req{method: "POST", path: "/auth/signature/em?connect_session_token=" + mtok, key: "-", body: `{"type":"SIGNATURE","username":"u","password":["p"]}`}, 400, "invalid_credentials"},
+			{"signature missing password", req{method: "POST", path: "/auth/signature/em?connect_session_token=" + mtok, key: "-", body: `{"type":"SIGNATURE","username":"u"}`}, 400, "invalid_credentials"},
+			{"signature pattern", req{method: "POST", path: "/auth/signature/em?connect_session_token=" + mtok, key: "-", body: `{"type":"SIGNATURE","username":"u","password":"not valid!"}`}, 400, "invalid_credentials"},
+			{"signature oversized", req{method: "POST", path: "/auth/signature/em?connect_session_token=" + mtok, key: "-", body: `{"type":"SIGNATURE","username":"u","password":"` + huge + `"}`}, 400, "invalid_credentials"},
+			{"signature unknown integration", req{method: "POST", path: "/auth/signature/nope?connect_session_token=" + otok, key: "-", body: `{"type":"SIGNATURE","username":"u","password":"p"}`}, 404, "unknown_provider_config"},
+			{"signature on bill", req{method: "POST", path: "/auth/signature/bl?connect_session_token=" + mtok, key: "-", body: `{"type":"SIGNATURE","username":"u","password":"p"}`}, 400, "invalid_auth_mode"},
+			{"bill malformed", req{method: "POST", path: "/auth/bill/bl?connect_session_token=" + mtok, key: "-", body: `{"username":}`}, 400, "invalid_body"},
+			{"bill org not a string", req{method: "POST", path: "/auth/bill/bl?connect_session_token=" + mtok, key: "-", body: `{"username":"u","password":"p","organization_id":7,"dev_key":"d"}`}, 400, "invalid_credentials"},
+			{"bill missing dev key", req{method: "POST", path: "/auth/bill/bl?connect_session_token=" + mtok, key: "-", body: `{"username":"u","password":"p","organization_id":"o"}`}, 400, "invalid_credentials"},
+			{"bill oversized", req{method: "POST", path: "/auth/bill/bl?connect_session_token=" + mtok, key: "-", body: `{"username":"u","password":"p","organization_id":"o","dev_key":"` + huge + `"}`}, 400, "invalid_credentials"},
+			{"bill on signature", req{method: "POST", path: "/auth/bill/em?connect_session_token=" + mtok, key: "-", body: `{"username":"u","password":"p","organization_id":"o","dev_key":"d"}`}, 400, "invalid_auth_mode"},
+			{"tba malformed", req{method: "POST", path: "/auth/tba/ns?connect_session_token=" + mtok + "&params[accountId]=acme", key: "-", body: `{"token_id":`}, 400, "invalid_body"},
+			{"tba token id not a string", req{method: "POST", path: "/auth/tba/ns?connect_session_token=" + mtok + "&params[accountId]=acme", key: "-", body: `{"token_id":5,"token_secret":"s"}`}, 400, "invalid_body"},
+			{"tba missing secret", req{method: "POST", path: "/auth/tba/ns?connect_session_token=" + mtok + "&params[accountId]=acme", key: "-", body: `{"token_id":"t"}`}, 400, "invalid_credentials"},
+			{"tba oversized", req{method: "POST", path: "/auth/tba/ns?connect_session_token=" + mtok + "&params[accountId]=acme", key: "-", body: `{"token_id":"t","token_secret":"` + huge + `"}`}, 400, "invalid_credentials"},
+			{"tba unknown integration", req{method: "POST", path: "/auth/tba/nope?connect_session_token=" + otok, key: "-", body: `{"token_id":"t","token_secret":"s"}`}, 404, "unknown_provider_config"},
+			{"tba on bill", req{method: "POST", path: "/auth/tba/bl?connect_session_token=" + mtok, key: "-", body: `{"token_id":"t","token_secret":"s"}`}, 400, "invalid_auth_mode"},
+			{"aws malformed", req{method: "POST", path: "/auth/aws-sigv4/aws?connect_session_token=" + mtok, key: "-", body: `{"role_arn"`}, 400, "invalid_body"},
+			{"aws role not a string", req{method: "POST", path: "/auth/aws-sigv4/aws?connect_session_token=" + mtok, key: "-", body: `{"role_arn":{"a":1}}`}, 400, "invalid_body"},
+			{"aws not a role", req{method: "POST", path: "/auth/aws-sigv4/aws?connect_session_token=" + mtok, key: "-", body: `{"role_arn":"arn:aws:s3:::bucket"}`}, 400, "invalid_credentials"},
+			{"aws bad region", req{method: "POST", path: "/auth/aws-sigv4/aws?connect_session_token=" + mtok, key: "-", body: `{"role_arn":"arn:aws:iam::123456789012:role/R","region":"evil.com/x"}`}, 400, "invalid_credentials"},
+			{"aws oversized role", req{method: "POST", path: "/auth/aws-sigv4/aws?connect_session_token=" + mtok, key: "-", body: `{"role_arn":"arn:aws:iam::123456789012:role/` + huge + `"}`}, 400, "invalid_credentials"},
+			{"aws unknown integration", req{method: "POST", path: "/auth/aws-sigv4/nope?connect_session_token=" + otok, key: "-", body: `{"role_arn":"arn:aws:iam::123456789012:role/R"}`}, 404, "unknown_provider_config"},
+			{"aws on tba", req{method: "POST", path: "/auth/aws-sigv4/ns?connect_session_token=" + mtok, key: "-", body: `{"role_arn":"arn:aws:iam::123456789012:role/R"}`}, 400, "invalid_auth_mode"},
+			{"mcp generic no server", req{method: "GET", path: "/oauth/connect/cfmcp?connect_session_token=" + mtok, key: "-"}, 400, "missing_connection_config"},
+			{"mcp generic ftp server", req{method: "GET", path: "/oauth/connect/cfmcp?connect_session_token=" + mtok + "&params[mcp_server_url]=ftp://127.0.0.1/mcp", key: "-"}, 400, "invalid_connection_config"},
+			{"mcp generic oversized server", req{method: "GET", path: "/oauth/connect/cfmcp?connect_session_token=" + mtok + "&params[mcp_server_url]=https://a.example.com/" + strings.Repeat("m", 8<<10), key: "-"}, 400, "invalid_query_params"},
+			{"mcp bad client id", req{method: "GET", path: "/oauth/connect/amcp?connect_session_token=" + mtok + "&ws_client_id=a%20b", key: "-"}, 400, "url_param_err"},
+			{"mcp oversized user scope", req{method: "GET", path: "/oauth/connect/amcp?connect_session_token=" + mtok + "&user_scope=" + strings.Repeat("s", 8<<10+1), key: "-"}, 400, "url_param_err"},
+			{"mcp unknown integration", req{method: "GET", path: "/oauth/connect/nope?connect_session_token=" + otok, key: "-"}, 404, "unknown_config_key"},
+			{"custom malformed params", req{method: "GET", path: "/oauth/connect/ghao?connect_session_token=" + mtok + "&params[a", key: "-"}, 400, "invalid_query_params"},
+			{"custom no session", req{method: "GET", path: "/oauth/connect/ghao", key: "-"}, 401, "missing_connect_session_token"},
+			{"plugin oversized param", req{method: "GET", path: "/oauth/connect/crisp?connect_session_token=" + mtok + "&params[website_id]=" + strings.Repeat("w", 8<<10), key: "-"}, 400, "invalid_connection_config"},
+			{"plugin not allowed", req{method: "GET", path: "/oauth/connect/crisp?connect_session_token=" + tok, key: "-"}, 400, "integration_not_allowed"},
+			{"popup on signature", req{method: "GET", path: "/oauth/connect/em?connect_session_token=" + mtok, key: "-"}, 400, "auth_mode_err"},
 		}
 		before := snapshot(t, bu)
 		for _, tc := range cases {
-			r := bu.do(t, tc.rq)
+			r := badInputDo(t, bu, tc.rq)
 			if r.status != tc.status {
 				t.Errorf("%s: %s %s = %d %s, want %d", tc.name, tc.rq.method, tc.rq.path, r.status, r.raw, tc.status)
 				continue
@@ -222,7 +277,7 @@ func TestBadInput(t *testing.T) {
 				}
 				continue
 			}
-			if got := r.errCode(); got != tc.code {
+			if got := badInputCode(r); got != tc.code {
 				t.Errorf("%s: code %q (%s), want %q", tc.name, got, r.raw, tc.code)
 			}
 		}

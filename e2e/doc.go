@@ -49,6 +49,18 @@
 // light and dark themes: into docs/ with CONNECT_UPDATE_SCREENSHOTS=1, otherwise into a
 // temporary directory.
 //
+// TestAuthModesTokensBrowser (authmodes_tokens_test.go) starts the server with Nango's own
+// entries of netsuite-client-credentials (TWO_STEP), apple-app-store (JWT), emarsys (SIGNATURE),
+// bill (BILL), netsuite-tba (TBA) and aws-sigv4 (AWS_SIGV4), read from the published
+// providers.yaml with only their addresses moved to fakes that check what they receive (the
+// client assertion and each JWT verified with the public key, the WSSE digest recomputed, the
+// Bill login's body, the OAuth 1 and SigV4 signatures). e2e/browser/authmodes-tokens.test.mjs
+// connects the four token modes with @nangohq/frontend's headless auth(), proxies through each,
+// forces a refresh and requires a new token; then it connects all six through the connect UI's
+// forms (the fields and labels the provider's schemas give), a refused Bill login showing the
+// server's error in the form and storing nothing. It runs only with E2E_TOKENS=1, as the other
+// e2e/browser/authmodes-*.test.mjs files run only with their own variables.
+//
 // TestEmbeddedUnderPrefix (embedded_test.go) embeds the library as the README's "Embed it"
 // section shows: in the test process, on a fresh Postgres database, svc.Handler() is mounted
 // under /connect of a host application's ServeMux with http.StripPrefix, and Config.PublicURL

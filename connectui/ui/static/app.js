@@ -598,6 +598,20 @@
                     fields.push(id, secret);
                 }
         }
+        // The inputs of a signed assertion (a TWO_STEP provider's private
+        // key, say), sent apart as assertionOption.
+        var assertion = provider.assertion_option || {};
+        Object.keys(assertion)
+            .filter(function (k) {
+                var spec = assertion[k] || {};
+                return !spec.automated && !spec.hidden;
+            })
+            .sort(function (a, b) {
+                return ((assertion[a] || {}).order || 0) - ((assertion[b] || {}).order || 0) || (a < b ? -1 : a > b ? 1 : 0);
+            })
+            .forEach(function (k) {
+                fields.push(field('assertion', k, assertion[k] || {}, k));
+            });
         return fields;
     }
 
@@ -741,7 +755,7 @@
     // collect reads and checks the inputs: values by kind, or null after
     // marking the wrong ones.
     function collect(inputs) {
-        var out = { param: {}, credential: {}, override: {} };
+        var out = { param: {}, credential: {}, override: {}, assertion: {} };
         var bad = null;
         inputs.forEach(function (x) {
             var f = x.field;
@@ -797,7 +811,8 @@
 
     // postBody is the JSON body of a mode's POST, shaped as
     // @nangohq/frontend sends it: TWO_STEP, JWT and SIGNATURE carry their
-    // type; AWS_SIGV4 carries the role and the region the end user gave.
+    // type, a signed assertion's inputs go in assertionOption; AWS_SIGV4
+    // carries the role and the region the end user gave.
     function postBody(provider, values) {
         var mode = provider.auth_mode;
         if (mode === 'NONE') {
@@ -807,6 +822,9 @@
         Object.keys(values.credential).forEach(function (k) {
             body[k] = values.credential[k];
         });
+        if (Object.keys(values.assertion).length > 0) {
+            body.assertionOption = values.assertion;
+        }
         switch (mode) {
             case 'TWO_STEP':
             case 'JWT':
