@@ -75,8 +75,9 @@ func snapshot(t *testing.T, bu *bundle) string {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, b *backend) {
-		bu := setup(t, b)
+		bu := setup(t, b, withClientAuthProviders(t))
 		seed(t, bu)
+		ctok, ck := seedClientAuth(t, bu)
 		limited, _, err := bu.svc.Environments().CreateAPIKey(context.Background(), bu.env.ID,
 			environments.NewAPIKey{Name: "read-only", Scopes: []string{environments.ScopeConnectionsRead}})
 		if err != nil {
@@ -208,6 +209,20 @@ func TestBadInput(t *testing.T) {
 			{"signature unknown token", req{method: "POST", path: "/auth/signature/gh?connect_session_token=nango_connect_session_" + strings.Repeat("0", 64), key: "-", body: `{}`}, 401, "unknown_connect_session_token"},
 			{"bill wrong mode", req{method: "POST", path: "/auth/bill/tw?connect_session_token=" + tok, key: "-", body: `{"username":"u","password":"p","organization_id":"o","dev_key":"d"}`}, 400, "invalid_auth_mode"},
 			{"bill unknown integration", req{method: "POST", path: "/auth/bill/nope?connect_session_token=" + tok, key: "-", body: `{"username":"u"}`}, 400, "integration_not_allowed"},
+			{"mtls no certificate", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_secret":"s"}`}, 400, "invalid_credentials"},
+			{"mtls not PEM", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: ck.body("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----", ck.key)}, 400, "invalid_credentials"},
+			{"mtls bad certificate", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: ck.body("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", ck.key)}, 400, "invalid_credentials"},
+			{"mtls stray key", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: ck.body(ck.cert, ck.stray)}, 400, "invalid_credentials"},
+			{"mtls certificate number", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_secret":"s","client_certificate":5}`}, 400, "invalid_body"},
+			{"certificate for a provider without mTLS", req{method: "POST", path: "/oauth2/auth/zi?connect_session_token=" + ctok, key: "-", body: ck.body(ck.cert, ck.key)}, 400, "invalid_credentials"},
+			{"jwk not JSON", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_private_key":"not json"}`}, 400, "invalid_credentials"},
+			{"jwk not RSA", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_private_key":"{\"kty\":\"oct\",\"kid\":\"k\",\"k\":\"AAAA\"}"}`}, 400, "invalid_credentials"},
+			{"jwk small key", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_private_key":` + jsonString(ck.smallJWK) + `}`}, 400, "invalid_credentials"},
+			{"jwk missing", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_secret":"s"}`}, 400, "invalid_credentials"},
+			{"import mtls stray key", req{method: "POST", path: "/connections", body: `{"provider_config_key":"adp","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i","client_secret":"s","client_certificate":` + jsonString(ck.cert) + `,"client_private_key":` + jsonString(ck.stray) + `}}`}, 400, "invalid_credentials"},
+			{"import mtls no certificate", req{method: "POST", path: "/connections", body: `{"provider_config_key":"adp","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i","client_secret":"s"}}`}, 400, "invalid_credentials"},
+			{"import bad jwk", req{method: "POST", path: "/connections", body: `{"provider_config_key":"okta","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i","client_private_key":"{}"}}`}, 400, "invalid_credentials"},
+			{"import jwk no key", req{method: "POST", path: "/connections", body: `{"provider_config_key":"okta","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i"}}`}, 400, "invalid_credentials"},
 		}
 		before := snapshot(t, bu)
 		for _, tc := range cases {

@@ -618,3 +618,43 @@ func connectionRow(t *testing.T, bu *bundle, key, id string) string {
 	}
 	return fmt.Sprintf("%+v", *c)
 }
+
+// withClientAuthProviders adds adp, okta-cc and zoominfo (their URLs on
+// example hosts: bad input never reaches them) to the catalogue.
+func withClientAuthProviders(t *testing.T) func(*connect.Config) {
+	r := strings.NewReplacer("TOKENURL", "https://provider.example.com/token", "BASEURL", "https://provider.example.com")
+	cat := catalogWith(t, r.Replace(adpEntry)+r.Replace(oktaCCEntry)+r.Replace(zoominfoEntry))
+	return func(cfg *connect.Config) { cfg.Providers = cat }
+}
+
+// clientKeys are key material for bad-input rows.
+type clientKeys struct {
+	cert, key, stray, smallJWK string
+}
+
+func (k clientKeys) body(cert, key string) string {
+	return `{"client_id":"i","client_secret":"s","client_certificate":` + jsonString(cert) + `,"client_private_key":` + jsonString(key) + `}`
+}
+
+// seedClientAuth creates the integrations adp, okta and zi and returns a
+// session token that may connect them, and key material.
+func seedClientAuth(t *testing.T, bu *bundle) (string, clientKeys) {
+	t.Helper()
+	for _, p := range [][2]string{{"adp", "adp"}, {"okta-cc", "okta"}, {"zoominfo", "zi"}} {
+		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"` + p[0] + `","unique_key":"` + p[1] + `"}`})
+	}
+	ca := newTestCA(t, "bad input CA")
+	var k clientKeys
+	k.cert, k.key = ca.issue(t, "c")
+	_, k.stray = ca.issue(t, "c")
+	small, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.Precompute()
+	b64 := func(i *big.Int) string { return base64.RawURLEncoding.EncodeToString(i.Bytes()) }
+	j, _ := json.Marshal(map[string]string{"kty": "RSA", "kid": "k", "n": b64(small.N), "e": b64(big.NewInt(int64(small.E))),
+		"d": b64(small.D), "p": b64(small.Primes[0]), "q": b64(small.Primes[1])})
+	k.smallJWK = string(j)
+	return bu.session(t, `{"tags":{},"allowed_integrations":["adp","okta","zi"]}`), k
+}
