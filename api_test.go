@@ -75,9 +75,10 @@ func snapshot(t *testing.T, bu *bundle) string {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	backends(t, func(t *testing.T, b *backend) {
-		bu := setup(t, b, withModeProviders(t))
+		bu := setup(t, b, withClientAuthProviders(t), withModeProviders(t))
 		seed(t, bu)
 		mtok, otok := seedModes(t, bu)
+		ctok, ck := seedClientAuth(t, bu)
 		huge := strings.Repeat("k", 70<<10) // over the 64 KiB of one credential
 		limited, _, err := bu.svc.Environments().CreateAPIKey(context.Background(), bu.env.ID,
 			environments.NewAPIKey{Name: "read-only", Scopes: []string{environments.ScopeConnectionsRead}})
@@ -263,6 +264,20 @@ func TestBadInput(t *testing.T) {
 			{"plugin oversized param", req{method: "GET", path: "/oauth/connect/crisp?connect_session_token=" + mtok + "&params[website_id]=" + strings.Repeat("w", 8<<10), key: "-"}, 400, "invalid_connection_config"},
 			{"plugin not allowed", req{method: "GET", path: "/oauth/connect/crisp?connect_session_token=" + tok, key: "-"}, 400, "integration_not_allowed"},
 			{"popup on signature", req{method: "GET", path: "/oauth/connect/em?connect_session_token=" + mtok, key: "-"}, 400, "auth_mode_err"},
+			{"mtls no certificate", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_secret":"s"}`}, 400, "invalid_credentials"},
+			{"mtls not PEM", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: ck.body("-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----", ck.key)}, 400, "invalid_credentials"},
+			{"mtls bad certificate", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: ck.body("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", ck.key)}, 400, "invalid_credentials"},
+			{"mtls stray key", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: ck.body(ck.cert, ck.stray)}, 400, "invalid_credentials"},
+			{"mtls certificate number", req{method: "POST", path: "/oauth2/auth/adp?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_secret":"s","client_certificate":5}`}, 400, "invalid_body"},
+			{"certificate for a provider without mTLS", req{method: "POST", path: "/oauth2/auth/zi?connect_session_token=" + ctok, key: "-", body: ck.body(ck.cert, ck.key)}, 400, "invalid_credentials"},
+			{"jwk not JSON", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_private_key":"not json"}`}, 400, "invalid_credentials"},
+			{"jwk not RSA", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_private_key":"{\"kty\":\"oct\",\"kid\":\"k\",\"k\":\"AAAA\"}"}`}, 400, "invalid_credentials"},
+			{"jwk small key", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_private_key":` + jsonString(ck.smallJWK) + `}`}, 400, "invalid_credentials"},
+			{"jwk missing", req{method: "POST", path: "/oauth2/auth/okta?connect_session_token=" + ctok, key: "-", body: `{"client_id":"i","client_secret":"s"}`}, 400, "invalid_credentials"},
+			{"import mtls stray key", req{method: "POST", path: "/connections", body: `{"provider_config_key":"adp","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i","client_secret":"s","client_certificate":` + jsonString(ck.cert) + `,"client_private_key":` + jsonString(ck.stray) + `}}`}, 400, "invalid_credentials"},
+			{"import mtls no certificate", req{method: "POST", path: "/connections", body: `{"provider_config_key":"adp","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i","client_secret":"s"}}`}, 400, "invalid_credentials"},
+			{"import bad jwk", req{method: "POST", path: "/connections", body: `{"provider_config_key":"okta","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i","client_private_key":"{}"}}`}, 400, "invalid_credentials"},
+			{"import jwk no key", req{method: "POST", path: "/connections", body: `{"provider_config_key":"okta","connection_id":"m1","credentials":{"type":"OAUTH2_CC","client_id":"i"}}`}, 400, "invalid_credentials"},
 		}
 		before := snapshot(t, bu)
 		for _, tc := range cases {

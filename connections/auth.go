@@ -260,8 +260,10 @@ func authCredentials(p *integrations.Provider, in AuthorizeInput) (*Credentials,
 		fields = map[string]string{"username": c.Username, "password": c.Password}
 		required = []string{"username"}
 	case integrations.AuthModeOAuth2CC:
-		fields = map[string]string{"client_id": c.ClientID, "client_secret": c.ClientSecret}
-		required = []string{"client_id", "client_secret"}
+		var err error
+		if fields, required, err = clientCredentialFields(p, &c); err != nil {
+			return nil, err
+		}
 	case integrations.AuthModeTBA:
 		fields = map[string]string{"token_id": c.TokenID, "token_secret": c.TokenSecret}
 		required = []string{"token_id", "token_secret"}
@@ -487,6 +489,9 @@ func upperFirst(s string) string {
 // the refresher does, and returns the OAUTH2_CC credentials and the
 // connection config values the provider's token_response_metadata names.
 func (ss *Sessions) clientCredentials(ctx context.Context, p *integrations.Provider, creds *Credentials, cfg map[string]string) (*Credentials, map[string]any, error) {
+	if err := checkClientKeys(p, creds); err != nil {
+		return nil, nil, err
+	}
 	if strings.TrimSpace(p.TokenURL) == "" {
 		return nil, nil, store.Invalid(FlowErrProviderConfig, fmt.Sprintf(
 			"The provider %s has no token URL: client credentials cannot be exchanged for a token. Import the connection with its token instead (POST /connections).", p.Name))

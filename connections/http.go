@@ -192,6 +192,7 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 	case integrations.AuthModeOAuth2CC:
 		m.Token, m.ClientID, m.ClientSecret, m.Raw = &c.Token, &c.ClientID, &c.ClientSecret, raw()
 		exp()
+		apiClientKeys(m, c)
 	case integrations.AuthModeAPIKey:
 		m.APIKey = &c.APIKey
 	case integrations.AuthModeBasic:

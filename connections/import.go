@@ -437,8 +437,9 @@ func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup fun
 		return nil, err
 	}
 	mode := ""
+	var prov *integrations.Provider
 	if p, ok := s.catalog.Get(it.Provider); ok {
-		mode = p.AuthMode
+		mode, prov = p.AuthMode, p
 		// A value that would change more than its part of the provider's
 		// URLs is refused now rather than when the URLs are built (which
 		// refuses it too). Without values there is nothing to check.
@@ -450,6 +451,12 @@ func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup fun
 	}
 	creds, err := importCredentials(mode, in, s.now())
 	if err != nil {
+		return nil, err
+	}
+	if err := importedAWS(creds, in, it); err != nil {
+		return nil, err
+	}
+	if err := checkImportedClientKeys(prov, creds); err != nil {
 		return nil, err
 	}
 	tags, err := NormalizeTags(in.Tags)
@@ -596,6 +603,8 @@ func importCredentials(mode string, in *ImportInput, now time.Time) (*Credential
 		return &Credentials{Type: integrations.AuthModeNone}, nil
 	case integrations.AuthModeTBA:
 		return nil, httpapi.InvalidField("TBA connections are imported with a nested credentials object {type, token_id, token_secret}", "credentials")
+	case integrations.AuthModeAWSSigV4:
+		return nil, flatAWSImport()
 	default:
 		return nil, store.Invalid("invalid_auth_mode", fmt.Sprintf("Connections of auth mode %s cannot be imported.", mode))
 	}
@@ -623,7 +632,9 @@ func checkCredentials(c *Credentials) (*Credentials, error) {
 			err = req(c.OAuthTokenSecret, "oauth_token_secret")
 		}
 	case integrations.AuthModeOAuth2CC:
-		if err = req(c.ClientID, "client_id"); err == nil {
+		// A private JWK (private_key_jwt) replaces the secret; the provider's
+		// rules are checked by checkImportedClientKeys.
+		if err = req(c.ClientID, "client_id"); err == nil && (c.ClientPrivateKey == "" || c.ClientCertificate != "") {
 			err = req(c.ClientSecret, "client_secret")
 		}
 	case integrations.AuthModeAPIKey:
@@ -636,6 +647,8 @@ func checkCredentials(c *Credentials) (*Credentials, error) {
 		}
 	case integrations.AuthModeCustom:
 		err = checkCustomImport(c, req)
+	case integrations.AuthModeAWSSigV4:
+		err = checkAWSImport(c)
 	case integrations.AuthModeNone:
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 		err = checkTokenModeImport(c)

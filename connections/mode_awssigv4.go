@@ -247,6 +247,9 @@ func (r *refresher) assumeRole(ctx context.Context, s *awsSettings, roleARN, ext
 		form := url.Values{"Action": {"AssumeRole"}, "RoleArn": {roleARN}, "ExternalId": {externalID},
 			"RoleSessionName": {"connect-" + hex.EncodeToString(nb[:])},
 			"DurationSeconds": {strconv.Itoa(int(AWSSTSDuration / time.Second))}, "Version": {"2011-06-15"}}
+		if externalID == "" {
+			form.Del("ExternalId") // an imported role without one
+		}
 		body := form.Encode()
 		req, err = http.NewRequestWithContext(rctx, http.MethodPost, r.stsEndpoint(region), strings.NewReader(body))
 		if err != nil {

@@ -306,6 +306,9 @@ func RefreshDue(c *Credentials, now time.Time, threshold time.Duration) bool {
 	if IsTokenMode(c.Type) && c.Token == "" {
 		return true // imported without a token
 	}
+	if c.Type == integrations.AuthModeAWSSigV4 && c.AccessKeyID == "" {
+		return true // imported without temporary credentials
+	}
 	if c.ExpiresAt == nil {
 		return false
 	}
@@ -543,6 +546,7 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 		clientID:     clientID,
 		clientSecret: clientSecret,
 		secrets:      []string{creds.RefreshToken, creds.AccessToken, creds.Token, clientSecret},
+		creds:        creds,
 	}
 	if grant == GrantRefreshToken {
 		tq.params = p.RefreshParams
@@ -568,6 +572,9 @@ type tokenRequest struct {
 	clientID, clientSecret string
 	// secrets are scrubbed from error texts.
 	secrets []string
+	// creds are the connection's credentials, when the request is for
+	// one: their client certificate or private key (mode_clientauth.go).
+	creds *Credentials
 }
 
 // post sends a token request and parses the answer. Every failure is a
@@ -603,8 +610,12 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 	for k, vs := range tq.form {
 		form[k] = vs
 	}
-	basic := p.ClientAuthInHeader()
-	if !basic && tq.clientID != "" {
+	special, err := r.clientAuthentication(&tq, form, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	basic := !special && p.ClientAuthInHeader()
+	if !special && !basic && tq.clientID != "" {
 		form.Set("client_id", tq.clientID)
 		if tq.clientSecret != "" {
 			form.Set("client_secret", tq.clientSecret)
@@ -612,17 +623,23 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	reqBody, contentType := tokenBody(p, form, form.Encode)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, endpoint, strings.NewReader(reqBody))
 	if err != nil {
 		return nil, &RefreshError{Description: "the token request cannot be built", Err: err}
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	if basic && (tq.clientID != "" || tq.clientSecret != "") {
 		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString(
 			[]byte(url.QueryEscape(tq.clientID)+":"+url.QueryEscape(tq.clientSecret))))
 	}
-	resp, err := r.cfg.HTTPClient.Do(req)
+	client, done, err := r.tokenClient(p, tq.creds)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, r.unreachable(ctx, err)
 	}
@@ -637,6 +654,7 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 	tr, perr := ParseTokenResponse(resp.Header.Get("Content-Type"), body)
 	if perr == nil {
 		readTokenOptions(p, tr)
+		clientCredentialsToken(tq.form.Get("grant_type"), tr)
 	}
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	switch {

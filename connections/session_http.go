@@ -452,10 +452,8 @@ func (ss *Sessions) authHandler(mode string) publicHandler {
 			case integrations.AuthModeBasic:
 				in.Credentials.Username, in.Credentials.Password = deref(body.Username), deref(body.Password)
 			case integrations.AuthModeOAuth2CC:
-				if deref(body.ClientCertificate) != "" || deref(body.ClientPrivateKey) != "" {
-					return store.Invalid(CodeInvalidCredentials, "Client credentials with a certificate or a private key are not supported; send client_id and client_secret.")
-				}
 				in.Credentials.ClientID, in.Credentials.ClientSecret = deref(body.ClientID), deref(body.ClientSecret)
+				in.Credentials.ClientCertificate, in.Credentials.ClientPrivateKey = deref(body.ClientCertificate), deref(body.ClientPrivateKey)
 			case integrations.AuthModeTBA:
 				in.Credentials.TokenID, in.Credentials.TokenSecret = deref(body.TokenID), deref(body.TokenSecret)
 				tbaCredentials(&in.Credentials, deref(body.OAuthClientIDOverride), deref(body.OAuthClientSecretOverride))

@@ -2,6 +2,8 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -224,6 +226,11 @@ type Policy struct {
 	// 100.100.100.200 and the like), link-local, multicast and every other
 	// special-purpose range stay refused.
 	AllowPrivateNetworks bool
+	// RootCAs, when not nil, are the certificate authorities that
+	// transports built by NewTransport trust instead of the system's: a
+	// private CA of the providers called, or the test CA of fake
+	// providers served over TLS.
+	RootCAs *x509.CertPool
 }
 
 // Check returns an *AddressError when the policy refuses a.
@@ -289,7 +296,7 @@ func (p Policy) DialContext(ctx context.Context, network, address string) (net.C
 // that it ignores the proxy environment variables (a forward proxy would
 // be the address checked, not the destination's).
 func NewTransport(p Policy) *http.Transport {
-	return &http.Transport{
+	t := &http.Transport{
 		DialContext:           p.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
@@ -297,6 +304,10 @@ func NewTransport(p Policy) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+	if p.RootCAs != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: p.RootCAs, MinVersion: tls.VersionTLS12}
+	}
+	return t
 }
 
 // AddressError is a connection the policy refused. Its Error text names

@@ -54,10 +54,12 @@ type call struct {
 
 // injection is what a target adds to requests to its origin.
 type injection struct {
-	header  []headerField // by canonical name, each once
-	query   [][2]string
-	signer  *oauth1.Transport // OAuth 1 and TBA
-	aws     *connections.AWSSigV4
+	header []headerField // by canonical name, each once
+	query  [][2]string
+	signer *oauth1.Transport // OAuth 1 and TBA
+	aws    *connections.AWSSigV4
+	// tls presents the connection's client certificate (mtls.go).
+	tls     http.RoundTripper
 	secrets []string
 	// perRequest are the header and query templates whose value depends
 	// on the request, the clock or chance (signatures, dates, nonces),
@@ -233,6 +235,12 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 		inj.signer = s
 	case integrations.AuthModeAWSSigV4:
 		inj.aws = awsSigner(t, cr)
+	}
+	if t.Provider.RequireClientCertificate {
+		var err error
+		if inj.tls, err = p.clientCertTransport(cr); err != nil {
+			return nil, err
+		}
 	}
 	if px := t.Provider.Proxy; px != nil {
 		for _, f := range []struct {
@@ -831,6 +839,9 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, err
 		}
+	}
+	if inj.tls != nil {
+		return inj.tls.RoundTrip(r)
 	}
 	return h.p.base.RoundTrip(r)
 }

@@ -73,10 +73,10 @@ func (p *Proxy) Pack(t *Target) Packed {
 			return Packed{full: t}
 		}
 	}
-	if len(inj.perRequest) > 0 || inj.aws != nil {
-		// Templates computed per request (and the values they read), and
-		// AWS SigV4 signatures, are not packed: the target is kept as it
-		// is.
+	if len(inj.perRequest) > 0 || inj.aws != nil || inj.tls != nil {
+		// Templates computed per request (and the values they read), AWS
+		// SigV4 signatures and client certificates (their transport) are
+		// not packed: the target is kept as it is.
 		return Packed{full: t}
 	}
 	u, err := (&call{p: p, t: t}).computeBaseURL()

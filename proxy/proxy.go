@@ -163,6 +163,7 @@ type Proxy struct {
 	hop    *hopTransport
 	client *http.Client // for go-retryablehttp: the call's own redirects, never net/http's
 	bufs   sync.Pool    // *[]byte of 32 KiB, to copy response bodies
+	certs  certTransports
 }
 
 // New validates cfg and builds a Proxy.
