@@ -890,7 +890,7 @@ func tokenModeCredentials(p *integrations.Provider, in AuthorizeInput) (*Credent
 	default:
 		for _, k := range slices.Sorted(maps.Keys(p.Credentials)) {
 			f := p.Credentials[k]
-			if !f.Optional && !f.Automated && k != "assertion" {
+			if !f.Optional && !f.Automated && !(k == "assertion" && p.Assertion != nil) {
 				required = append(required, k)
 			}
 		}
