@@ -230,6 +230,7 @@ func (r *refresher) exchange(ctx context.Context, p *integrations.Provider, c *C
 			return nil, &RefreshError{Description: "the provider does not describe the token to sign"}
 		}
 		vars := exchangeVars(p, c, cfg, integ)
+		vars.Now = func() time.Time { return now }
 		tok, err := signJWT(p.Signature, p.Token.Header, p.Token.Payload, p.Token.SigningKey, time.Duration(p.Token.ExpiresInMs)*time.Millisecond, vars, now)
 		if err != nil {
 			return nil, err
@@ -588,6 +589,7 @@ func providerErrorText(ans *exchangeAnswer, secrets []string) string {
 // ${stepN.PATH}; the last answer holds the token.
 func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Credentials, cfg, integ map[string]string, now time.Time) (*Credentials, error) {
 	vars := exchangeVars(p, c, cfg, integ)
+	vars.Now = func() time.Time { return now } // ${now} is the service's clock
 	secrets := exchangeSecrets(c, vars)
 	if p.Signature != nil && p.Token != nil && p.Token.SigningKey != "" {
 		tok, err := signJWT(p.Signature, p.Token.Header, p.Token.Payload, p.Token.SigningKey, time.Duration(p.Token.ExpiresInMs)*time.Millisecond, vars, now)
@@ -661,17 +663,39 @@ func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Cr
 	if raw == nil {
 		raw = map[string]any{}
 	}
-	for _, h := range p.TokenResponseHeaders {
-		if strings.EqualFold(h, "set-cookie") {
-			var cookies []string
-			for _, ck := range last.header.Values("Set-Cookie") {
-				nv, _, _ := strings.Cut(ck, ";")
-				cookies = append(cookies, strings.TrimSpace(nv))
+	// Kept headers of every answer: in raw, and as inputs, which
+	// templates read as ${credentials.NAME} (set-cookie as _cookies, and
+	// each cookie by its name).
+	var cookies []string
+	kept := map[string]string{}
+	for _, ans := range answers {
+		for _, h := range p.TokenResponseHeaders {
+			if strings.EqualFold(h, "set-cookie") {
+				for _, ck := range ans.header.Values("Set-Cookie") {
+					nv, _, _ := strings.Cut(ck, ";")
+					name, value, ok := strings.Cut(strings.TrimSpace(nv), "=")
+					if ok && strings.TrimSpace(name) != "" {
+						kept[strings.TrimSpace(name)] = strings.TrimSpace(value)
+						cookies = append(cookies, strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+					}
+				}
+			} else if v := ans.header.Get(h); v != "" {
+				kept[h] = v
 			}
-			raw["_cookies"] = strings.Join(cookies, "; ")
-		} else if v := last.header.Get(h); v != "" {
-			raw[strings.ToLower(h)] = v
 		}
+	}
+	if len(cookies) > 0 {
+		kept["_cookies"] = strings.Join(cookies, "; ")
+	}
+	for k, v := range kept {
+		if k == "type" || k == "token" || k == "refresh_token" || k == "expires_at" || k == "raw" || credentialFieldNames()[k] {
+			continue
+		}
+		raw[k] = v
+		if c.Inputs == nil {
+			c.Inputs = map[string]any{}
+		}
+		c.Inputs[k] = v
 	}
 	c.Raw = raw
 	if tr.RefreshToken != "" {
