@@ -142,7 +142,7 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 		}
 	case integrations.AuthModeTwoStep, integrations.AuthModeJWT, integrations.AuthModeSignature, integrations.AuthModeBill:
 		var tokenConfig map[string]any
-		creds, tokenConfig, err = ss.exchangeCredentials(ctx, p, creds, cfg)
+		creds, tokenConfig, err = ss.exchangeCredentials(ctx, sess.EnvironmentID, key, p, creds, cfg)
 		for k, v := range tokenConfig {
 			overlay[k] = v
 		}

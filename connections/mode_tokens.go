@@ -152,9 +152,14 @@ func flatten(prefix string, v any, out map[string]string) {
 
 // exchangeVars are the template values of a token exchange: the
 // connection config, the inputs as ${credentials.NAME} and as bare names
-// (${assertionOption.privateKey}), the stored refresh token.
-func exchangeVars(p *integrations.Provider, c *Credentials, cfg map[string]string) integrations.TemplateVars {
+// (${assertionOption.privateKey}), the integration's values of the
+// provider's integration_config (integ, which win over inputs of the same
+// name), the stored refresh token.
+func exchangeVars(p *integrations.Provider, c *Credentials, cfg, integ map[string]string) integrations.TemplateVars {
 	inputs := tokenInputs(c)
+	for k, v := range integ {
+		inputs[k] = v
+	}
 	creds := map[string]string{}
 	for k, v := range inputs {
 		flatten(k+".", v, creds)
@@ -190,7 +195,11 @@ func exchangeSecrets(c *Credentials, vars integrations.TemplateVars) []string {
 // exchangeToken is the token request of a renewal: the exchange run again
 // from the stored inputs. Its TokenResponse carries the new credentials.
 func (r *refresher) exchangeToken(ctx context.Context, p *integrations.Provider, c *Connection) (*TokenResponse, error) {
-	nc, err := r.exchange(ctx, p, c.Credentials, stringMap(c.ConnectionConfig))
+	integ, err := r.integrationValues(ctx, p, c.EnvironmentID, c.IntegrationKey)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := r.exchange(ctx, p, c.Credentials, stringMap(c.ConnectionConfig), integ)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +210,7 @@ func (r *refresher) exchangeToken(ctx context.Context, p *integrations.Provider,
 // and returns the credentials with it: a TWO_STEP token request (and its
 // additional steps), a JWT signed here, a WSSE token, a Bill login. Every
 // failure is a *RefreshError.
-func (r *refresher) exchange(ctx context.Context, p *integrations.Provider, c *Credentials, cfg map[string]string) (*Credentials, error) {
+func (r *refresher) exchange(ctx context.Context, p *integrations.Provider, c *Credentials, cfg, integ map[string]string) (*Credentials, error) {
 	now := r.s.nowUTC()
 	out := *c
 	out.Inputs = maps.Clone(c.Inputs)
@@ -220,7 +229,8 @@ func (r *refresher) exchange(ctx context.Context, p *integrations.Provider, c *C
 		if p.Token == nil || p.Signature == nil {
 			return nil, &RefreshError{Description: "the provider does not describe the token to sign"}
 		}
-		vars := exchangeVars(p, c, cfg)
+		vars := exchangeVars(p, c, cfg, integ)
+		vars.Now = func() time.Time { return now }
 		tok, err := signJWT(p.Signature, p.Token.Header, p.Token.Payload, p.Token.SigningKey, time.Duration(p.Token.ExpiresInMs)*time.Millisecond, vars, now)
 		if err != nil {
 			return nil, err
@@ -246,7 +256,7 @@ func (r *refresher) exchange(ctx context.Context, p *integrations.Provider, c *C
 	case integrations.AuthModeBill:
 		return r.billLogin(ctx, p, &out, cfg, now)
 	case integrations.AuthModeTwoStep:
-		return r.twoStep(ctx, p, &out, cfg, now)
+		return r.twoStep(ctx, p, &out, cfg, integ, now)
 	}
 	return nil, &RefreshError{Description: "the credentials are not of a token mode"}
 }
@@ -394,7 +404,7 @@ func (r *refresher) billLogin(ctx context.Context, p *integrations.Provider, c *
 	org, _ := c.Inputs["organization_id"].(string)
 	dev, _ := c.Inputs["dev_key"].(string)
 	body, _ := json.Marshal(map[string]string{"username": c.Username, "password": c.Password, "organizationId": org, "devKey": dev})
-	vars := exchangeVars(p, c, cfg)
+	vars := exchangeVars(p, c, cfg, nil)
 	ans, err := r.send(ctx, p, exchangeRequest{endpoint: p.TokenURL, method: http.MethodPost, body: body,
 		contentType: "application/json", secrets: exchangeSecrets(c, vars)}, vars, false)
 	if err != nil {
@@ -508,6 +518,10 @@ func (r *refresher) send(ctx context.Context, p *integrations.Provider, rq excha
 		if _, more := dec.Token(); more == io.EOF {
 			ans.value = plainNumbers(v)
 		}
+	} else if strings.HasPrefix(ans.text, "<") {
+		if m, err := parseXMLAnswer(b); err == nil {
+			ans.value = m
+		}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, &RefreshError{Status: resp.StatusCode, Code: providerErrorCode(ans.value, rq.secrets),
@@ -573,8 +587,9 @@ func providerErrorText(ans *exchangeAnswer, secrets []string) string {
 // refresh token and the provider's refresh_token_params, the refresh
 // request), then each additional step, which sees the earlier answers as
 // ${stepN.PATH}; the last answer holds the token.
-func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Credentials, cfg map[string]string, now time.Time) (*Credentials, error) {
-	vars := exchangeVars(p, c, cfg)
+func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Credentials, cfg, integ map[string]string, now time.Time) (*Credentials, error) {
+	vars := exchangeVars(p, c, cfg, integ)
+	vars.Now = func() time.Time { return now } // ${now} is the service's clock
 	secrets := exchangeSecrets(c, vars)
 	if p.Signature != nil && p.Token != nil && p.Token.SigningKey != "" {
 		tok, err := signJWT(p.Signature, p.Token.Header, p.Token.Payload, p.Token.SigningKey, time.Duration(p.Token.ExpiresInMs)*time.Millisecond, vars, now)
@@ -585,12 +600,18 @@ func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Cr
 		secrets = append(secrets, tok)
 	}
 	if a := p.Assertion; a != nil {
-		if a.Type != "" && a.Type != "jwt" {
+		var tok string
+		var err error
+		switch a.Type {
+		case "", "jwt":
+			alg, _ := a.Header["alg"].(string)
+			sig := &integrations.Signature{Protocol: alg}
+			tok, err = signJWT(sig, a.Header, a.Payload, a.Key, time.Duration(a.LifetimeInSeconds)*time.Second, vars, now)
+		case "saml":
+			tok, err = samlAssertion(a, vars, now, "")
+		default:
 			return nil, &RefreshError{Description: fmt.Sprintf("%s assertions are not supported", a.Type)}
 		}
-		alg, _ := a.Header["alg"].(string)
-		sig := &integrations.Signature{Protocol: alg}
-		tok, err := signJWT(sig, a.Header, a.Payload, a.Key, time.Duration(a.LifetimeInSeconds)*time.Second, vars, now)
 		if err != nil {
 			return nil, err
 		}
@@ -602,9 +623,9 @@ func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Cr
 	if format == "" {
 		format = "json"
 	}
-	endpoint, params, headers := p.TokenURL, p.TokenParams, p.TokenHeaders
+	endpoint, params, headers, tree := p.TokenURL, p.TokenParams, p.TokenHeaders, p.TokenParamsTree
 	if c.RefreshToken != "" && len(p.RefreshTokenParams) > 0 {
-		params = p.RefreshTokenParams
+		params, tree = p.RefreshTokenParams, nil
 		if p.RefreshURL != "" {
 			endpoint = p.RefreshURL
 		}
@@ -612,7 +633,7 @@ func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Cr
 			headers = p.RefreshTokenHeaders
 		}
 	}
-	ans, err := r.twoStepRequest(ctx, p, endpoint, p.TokenRequestMethod, format, params, headers, vars, secrets, false)
+	ans, err := r.twoStepRequest(ctx, p, endpoint, p.TokenRequestMethod, format, params, tree, headers, vars, secrets, false)
 	if err != nil {
 		return nil, err
 	}
@@ -623,7 +644,7 @@ func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Cr
 		if f == "" {
 			f = format
 		}
-		if ans, err = r.twoStepRequest(ctx, p, st.TokenURL, st.TokenRequestMethod, f, st.TokenParams, st.TokenHeaders, vars, secrets, true); err != nil {
+		if ans, err = r.twoStepRequest(ctx, p, st.TokenURL, st.TokenRequestMethod, f, st.TokenParams, nil, st.TokenHeaders, vars, secrets, true); err != nil {
 			return nil, err
 		}
 		answers = append(answers, ans)
@@ -642,17 +663,39 @@ func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Cr
 	if raw == nil {
 		raw = map[string]any{}
 	}
-	for _, h := range p.TokenResponseHeaders {
-		if strings.EqualFold(h, "set-cookie") {
-			var cookies []string
-			for _, ck := range last.header.Values("Set-Cookie") {
-				nv, _, _ := strings.Cut(ck, ";")
-				cookies = append(cookies, strings.TrimSpace(nv))
+	// Kept headers of every answer: in raw, and as inputs, which
+	// templates read as ${credentials.NAME} (set-cookie as _cookies, and
+	// each cookie by its name).
+	var cookies []string
+	kept := map[string]string{}
+	for _, ans := range answers {
+		for _, h := range p.TokenResponseHeaders {
+			if strings.EqualFold(h, "set-cookie") {
+				for _, ck := range ans.header.Values("Set-Cookie") {
+					nv, _, _ := strings.Cut(ck, ";")
+					name, value, ok := strings.Cut(strings.TrimSpace(nv), "=")
+					if ok && strings.TrimSpace(name) != "" {
+						kept[strings.TrimSpace(name)] = strings.TrimSpace(value)
+						cookies = append(cookies, strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+					}
+				}
+			} else if v := ans.header.Get(h); v != "" {
+				kept[h] = v
 			}
-			raw["_cookies"] = strings.Join(cookies, "; ")
-		} else if v := last.header.Get(h); v != "" {
-			raw[strings.ToLower(h)] = v
 		}
+	}
+	if len(cookies) > 0 {
+		kept["_cookies"] = strings.Join(cookies, "; ")
+	}
+	for k, v := range kept {
+		if k == "type" || k == "token" || k == "refresh_token" || k == "expires_at" || k == "raw" || credentialFieldNames()[k] {
+			continue
+		}
+		raw[k] = v
+		if c.Inputs == nil {
+			c.Inputs = map[string]any{}
+		}
+		c.Inputs[k] = v
 	}
 	c.Raw = raw
 	if tr.RefreshToken != "" {
@@ -690,11 +733,16 @@ func (r *refresher) twoStep(ctx context.Context, p *integrations.Provider, c *Cr
 }
 
 // twoStepRequest builds and sends one request of a TWO_STEP exchange: the
-// parameters go in the body (form or JSON) of a POST, in the query of a
-// GET.
+// parameters go in the body (form, JSON or XML) of a POST, in the query of
+// a GET. tree, when set, is the parameters as written (nested, typed): a
+// JSON or XML body is built from it.
 func (r *refresher) twoStepRequest(ctx context.Context, p *integrations.Provider, endpoint, method, format string,
-	params, headers map[string]string, vars integrations.TemplateVars, secrets []string, free bool) (*exchangeAnswer, error) {
+	params map[string]string, tree integrations.ParamTree, headers map[string]string, vars integrations.TemplateVars, secrets []string, free bool) (*exchangeAnswer, error) {
 	vals := map[string]string{}
+	get := strings.EqualFold(method, http.MethodGet)
+	if tree != nil && !get && (format == "json" || format == "xml") {
+		params = nil // the body is built from the tree
+	}
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v, err := integrations.Interpolate(params[k], vars)
 		if err != nil {
@@ -707,7 +755,7 @@ func (r *refresher) twoStepRequest(ctx context.Context, p *integrations.Provider
 		vals[k] = v
 	}
 	rq := exchangeRequest{endpoint: endpoint, method: http.MethodPost, headers: headers, secrets: secrets}
-	if strings.EqualFold(method, http.MethodGet) {
+	if get {
 		rq.method = http.MethodGet
 		if len(vals) > 0 {
 			rq.query = url.Values{}
@@ -725,7 +773,26 @@ func (r *refresher) twoStepRequest(ctx context.Context, p *integrations.Provider
 			rq.body, rq.contentType = []byte(f.Encode()), "application/x-www-form-urlencoded"
 		case "json":
 			rq.body, _ = json.Marshal(vals)
+			if tree != nil {
+				filled, err := evalTree(tree, vars, "")
+				if err != nil {
+					return nil, err
+				}
+				rq.body, _ = json.Marshal(filled)
+			}
 			rq.contentType = "application/json"
+		case "xml":
+			t := tree
+			if t == nil {
+				for _, k := range slices.Sorted(maps.Keys(params)) {
+					t = append(t, integrations.ParamEntry{Key: k, Value: params[k]})
+				}
+			}
+			filled, err := evalTree(t, vars, "")
+			if err != nil {
+				return nil, err
+			}
+			rq.body, rq.contentType = xmlBody(filled), "application/xml"
 		default:
 			return nil, &RefreshError{Description: fmt.Sprintf("the token request body format %q is not supported", format)}
 		}
@@ -847,7 +914,7 @@ func tokenModeCredentials(p *integrations.Provider, in AuthorizeInput) (*Credent
 	default:
 		for _, k := range slices.Sorted(maps.Keys(p.Credentials)) {
 			f := p.Credentials[k]
-			if !f.Optional && !f.Automated && k != "assertion" {
+			if !f.Optional && !f.Automated && !(k == "assertion" && p.Assertion != nil) {
 				required = append(required, k)
 			}
 		}
@@ -880,8 +947,16 @@ func tokenModeCredentials(p *integrations.Provider, in AuthorizeInput) (*Credent
 // exchangeCredentials obtains the token of a token-mode auth call (nothing
 // is stored when it fails) and returns the credentials and the connection
 // config values the provider's token_response_metadata names.
-func (ss *Sessions) exchangeCredentials(ctx context.Context, p *integrations.Provider, creds *Credentials, cfg map[string]string) (*Credentials, map[string]any, error) {
-	out, err := ss.cc.exchange(ctx, p, creds, cfg)
+func (ss *Sessions) exchangeCredentials(ctx context.Context, envID int64, key string, p *integrations.Provider, creds *Credentials, cfg map[string]string) (*Credentials, map[string]any, error) {
+	var integ map[string]string
+	if len(p.IntegrationConfig) > 0 && ss.cfg.Integrations != nil {
+		it, err := ss.cfg.Integrations.Get(ctx, envID, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		integ = integrationConfigValues(p, it)
+	}
+	out, err := ss.cc.exchange(ctx, p, creds, cfg, integ)
 	if err != nil {
 		var re *RefreshError
 		switch {
@@ -1041,4 +1116,32 @@ func (c *Credentials) TemplateCredentials() map[string]string {
 		}
 	}
 	return out
+}
+
+// integrationConfigValues are the values an integration holds for its
+// provider's integration_config fields: its custom value (sealed) else its
+// integration_config value; fields without one are left out.
+func integrationConfigValues(p *integrations.Provider, it *integrations.Integration) map[string]string {
+	out := map[string]string{}
+	for k := range p.IntegrationConfig {
+		if v := it.Custom[k]; strings.TrimSpace(v) != "" {
+			out[k] = v
+		} else if v := it.IntegrationConfig[k]; strings.TrimSpace(v) != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// integrationValues reads the integration_config values of a connection's
+// integration for a renewal (none when the provider declares none).
+func (r *refresher) integrationValues(ctx context.Context, p *integrations.Provider, envID int64, key string) (map[string]string, error) {
+	if len(p.IntegrationConfig) == 0 || r.cfg.Integration == nil {
+		return nil, nil
+	}
+	it, err := r.cfg.Integration(ctx, envID, key)
+	if err != nil {
+		return nil, fmt.Errorf("connections: integration %q: %w", key, err)
+	}
+	return integrationConfigValues(p, it), nil
 }

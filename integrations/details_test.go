@@ -12,21 +12,24 @@ import (
 // fullDetails has every field of AuthDetails set.
 func fullDetails() AuthDetails {
 	return AuthDetails{
-		TokenURLs:                        map[string]string{"OAUTH2": "https://a.example/token", "APP": "https://a.example/app"},
-		TokenResponse:                    &TokenResponse{Token: "data.token", TokenExpiration: "expires", TokenExpirationStrategy: "expireIn", RefreshToken: "refresh"},
-		TokenHeaders:                     map[string]string{"accept": "application/json"},
-		BodyFormat:                       "json",
-		TokenRequestMethod:               "GET",
-		TokenExpiresInMs:                 3600000,
-		ExpiresInUnit:                    "milliseconds",
-		RefreshTokenParams:               map[string]string{"grant_type": "refresh_token"},
-		RefreshTokenHeaders:              map[string]string{"authorization": "Bearer ${refresh_token}"},
-		RefreshTokenResponseMetadata:     []string{"restUrl"},
-		TokenResponseHeaders:             []string{"set-cookie"},
-		AdditionalSteps:                  []TokenStep{{TokenURL: "https://a.example/step2", BodyFormat: "form", TokenParams: map[string]string{"a": "b"}, TokenHeaders: map[string]string{"c": "d"}}},
-		Signature:                        &Signature{Protocol: "HMAC", HMACSecretEncoding: "utf8"},
-		Token:                            &SignedToken{SigningKey: "${credentials.key}", ExpiresInMs: 300000, Header: map[string]any{"alg": "HS256"}, Payload: map[string]any{"scope": []any{"a", "b"}}},
-		Assertion:                        &Assertion{Type: "jwt", Key: "${credentials.privateKey}", LifetimeInSeconds: 300, SingleUse: true, Header: map[string]any{"alg": "ES256"}, Payload: map[string]any{"iss": "x"}},
+		TokenURLs:                    map[string]string{"OAUTH2": "https://a.example/token", "APP": "https://a.example/app"},
+		TokenResponse:                &TokenResponse{Token: "data.token", TokenExpiration: "expires", TokenExpirationStrategy: "expireIn", RefreshToken: "refresh"},
+		TokenParamsTree:              ParamTree{{"request", ParamTree{{"login", "${credentials.user}"}, {"uniqueid", false}, {"n", 3.0}, {"l", []any{"a", true}}}}},
+		TokenHeaders:                 map[string]string{"accept": "application/json"},
+		BodyFormat:                   "json",
+		TokenRequestMethod:           "GET",
+		TokenExpiresInMs:             3600000,
+		ExpiresInUnit:                "milliseconds",
+		RefreshTokenParams:           map[string]string{"grant_type": "refresh_token"},
+		RefreshTokenHeaders:          map[string]string{"authorization": "Bearer ${refresh_token}"},
+		RefreshTokenResponseMetadata: []string{"restUrl"},
+		TokenResponseHeaders:         []string{"set-cookie"},
+		AdditionalSteps:              []TokenStep{{TokenURL: "https://a.example/step2", BodyFormat: "form", TokenParams: map[string]string{"a": "b"}, TokenHeaders: map[string]string{"c": "d"}}},
+		Signature:                    &Signature{Protocol: "HMAC", HMACSecretEncoding: "utf8"},
+		Token:                        &SignedToken{SigningKey: "${credentials.key}", ExpiresInMs: 300000, Header: map[string]any{"alg": "HS256"}, Payload: map[string]any{"scope": []any{"a", "b"}}},
+		Assertion: &Assertion{Type: "jwt", Key: "${credentials.privateKey}", LifetimeInSeconds: 300, SingleUse: true, Header: map[string]any{"alg": "ES256"}, Payload: map[string]any{"iss": "x"},
+			Issuer: "i", Audiences: "a,b", Recipient: "https://a.example/token", InResponseTo: "r", SessionIndex: "${random}",
+			NameIdentifier: "n", NameIdentifierFormat: "f", AuthnContextClassRef: "c", Attributes: map[string]any{"api_key": "k", "use_username": true}},
 		AssertionOption:                  map[string]FieldSpec{"privateKey": {Type: "string", Secret: true}},
 		Auth:                             map[string]string{"response_type": "code"},
 		AuthorizationMethod:              "header",
@@ -125,7 +128,7 @@ func findZeroField(d AuthDetails) string {
 	b, _ := json.Marshal(d)
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
-	for _, f := range []string{"token_urls", "token_response", "token_headers", "body_format", "token_request_method",
+	for _, f := range []string{"token_urls", "token_response", "token_params_tree", "token_headers", "body_format", "token_request_method",
 		"token_expires_in_ms", "expires_in_unit", "refresh_token_params", "refresh_token_headers",
 		"refresh_token_response_metadata", "token_response_headers", "additional_steps", "signature", "token",
 		"assertion", "assertion_option", "auth", "authorization_method", "auth_type", "client_registration",
@@ -140,7 +143,7 @@ func findZeroField(d AuthDetails) string {
 			return f
 		}
 	}
-	if len(m) != 43 {
+	if len(m) != 44 {
 		return "a field missing from findZeroField's list"
 	}
 	return ""

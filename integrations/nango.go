@@ -199,7 +199,7 @@ type nangoEntry struct {
 	DefaultScopes          nList       `yaml:"default_scopes"`
 	DisablePKCE            nBool       `yaml:"disable_pkce"`
 	AuthorizationParams    nMap        `yaml:"authorization_params"`
-	TokenParams            nMap        `yaml:"token_params"`
+	TokenParams            nParams     `yaml:"token_params"`
 	RefreshParams          nMap        `yaml:"refresh_params"`
 	TokenResponseMetadata  nList       `yaml:"token_response_metadata"`
 	RedirectURIMetadata    nList       `yaml:"redirect_uri_metadata"`
@@ -280,12 +280,21 @@ type nangoToken struct {
 }
 
 type nangoAssertion struct {
-	Type              nText   `yaml:"type"`
-	Key               nText   `yaml:"key"`
-	LifetimeInSeconds nInt64  `yaml:"lifetimeInSeconds"`
-	SingleUse         nBool   `yaml:"singleUse"`
-	Header            nObject `yaml:"header"`
-	Payload           nObject `yaml:"payload"`
+	Type                 nText   `yaml:"type"`
+	Key                  nText   `yaml:"key"`
+	LifetimeInSeconds    nInt64  `yaml:"lifetimeInSeconds"`
+	SingleUse            nBool   `yaml:"singleUse"`
+	Header               nObject `yaml:"header"`
+	Payload              nObject `yaml:"payload"`
+	Issuer               nText   `yaml:"issuer"`
+	Audiences            nText   `yaml:"audiences"`
+	Recipient            nText   `yaml:"recipient"`
+	InResponseTo         nText   `yaml:"inResponseTo"`
+	SessionIndex         nText   `yaml:"sessionIndex"`
+	NameIdentifier       nText   `yaml:"nameIdentifier"`
+	NameIdentifierFormat nText   `yaml:"nameIdentifierFormat"`
+	AuthnContextClassRef nText   `yaml:"authnContextClassRef"`
+	Attributes           nObject `yaml:"attributes"`
 }
 
 type nangoProxy struct {
@@ -377,7 +386,7 @@ func (e *nangoEntry) provider(key string) *Provider {
 		DefaultScopes:          e.DefaultScopes,
 		DisablePKCE:            bool(e.DisablePKCE),
 		AuthorizationParams:    e.AuthorizationParams,
-		TokenParams:            e.TokenParams,
+		TokenParams:            e.TokenParams.m,
 		RefreshParams:          e.RefreshParams,
 		TokenResponseMetadata:  e.TokenResponseMetadata,
 		RedirectURIMetadata:    e.RedirectURIMetadata,
@@ -500,8 +509,13 @@ func (e *nangoEntry) details() AuthDetails {
 	}
 	if a := e.Assertion; a != nil {
 		d.Assertion = &Assertion{Type: string(a.Type), Key: string(a.Key), LifetimeInSeconds: int64(a.LifetimeInSeconds),
-			SingleUse: bool(a.SingleUse), Header: a.Header.m, Payload: a.Payload.m}
+			SingleUse: bool(a.SingleUse), Header: a.Header.m, Payload: a.Payload.m,
+			Issuer: string(a.Issuer), Audiences: string(a.Audiences), Recipient: string(a.Recipient),
+			InResponseTo: string(a.InResponseTo), SessionIndex: string(a.SessionIndex),
+			NameIdentifier: string(a.NameIdentifier), NameIdentifierFormat: string(a.NameIdentifierFormat),
+			AuthnContextClassRef: string(a.AuthnContextClassRef), Attributes: a.Attributes.m}
 	}
+	d.TokenParamsTree = e.TokenParams.tree
 	return d
 }
 
@@ -683,6 +697,34 @@ func (o *nObject) UnmarshalYAML(n *yaml.Node) error {
 	}
 	o.m, _ = a.v.(map[string]any)
 	return nil
+}
+
+// nParams is a token_params mapping: its values as text (nMap), and as
+// written when some value is not text (a mapping, list, number or
+// boolean).
+type nParams struct {
+	m    nMap
+	tree ParamTree
+}
+
+func (p *nParams) UnmarshalYAML(n *yaml.Node) error {
+	if err := p.m.UnmarshalYAML(n); err != nil {
+		return err
+	}
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	typed := false
+	for i := 1; i < len(n.Content); i += 2 {
+		if v := deref(n.Content[i]); v != nil && (v.Kind != yaml.ScalarNode || (v.Tag != "!!str" && v.Tag != "!!null")) {
+			typed = true
+		}
+	}
+	if !typed {
+		return nil
+	}
+	return p.tree.UnmarshalYAML(n)
 }
 
 // nMap is a mapping of strings; scalar values read as their text, nested

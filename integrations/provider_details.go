@@ -26,6 +26,13 @@ type AuthDetails struct {
 	// the token, its lifetime and a refresh token.
 	TokenResponse *TokenResponse `yaml:"token_response,omitempty" json:"token_response,omitempty"`
 
+	// TokenParamsTree is token_params as written when some value is not
+	// text: a mapping or list (Sage Intacct's XML body, Tableau's JSON
+	// body), a number or a boolean. String leaves are templates. TWO_STEP
+	// token requests build their body from it; TokenParams keeps each
+	// value as text (a nested one as JSON).
+	TokenParamsTree ParamTree `yaml:"token_params_tree,omitempty" json:"token_params_tree,omitempty"`
+
 	// TokenHeaders (values are templates) are headers of the token
 	// request.
 	TokenHeaders map[string]string `yaml:"token_headers,omitempty" json:"token_headers,omitempty"`
@@ -253,9 +260,10 @@ type SignedToken struct {
 	Payload map[string]any `yaml:"payload,omitempty" json:"payload,omitempty"`
 }
 
-// Assertion describes a JWT client assertion.
+// Assertion describes a client assertion: a JWT, or a SAML 2.0 bearer
+// assertion (the SAML fields).
 type Assertion struct {
-	// Type is "jwt".
+	// Type is "jwt" or "saml".
 	Type string `yaml:"type,omitempty" json:"type,omitempty"`
 	// Key (template) is the signing key.
 	Key string `yaml:"key,omitempty" json:"key,omitempty"`
@@ -267,6 +275,26 @@ type Assertion struct {
 	Header map[string]any `yaml:"header,omitempty" json:"header,omitempty"`
 	// Payload is the JWT claims (string values are templates).
 	Payload map[string]any `yaml:"payload,omitempty" json:"payload,omitempty"`
+
+	// Issuer (template) is a SAML assertion's Issuer.
+	Issuer string `yaml:"issuer,omitempty" json:"issuer,omitempty"`
+	// Audiences (template) are its audiences, separated by commas.
+	Audiences string `yaml:"audiences,omitempty" json:"audiences,omitempty"`
+	// Recipient (template) is its SubjectConfirmationData Recipient.
+	Recipient string `yaml:"recipient,omitempty" json:"recipient,omitempty"`
+	// InResponseTo (template) is its SubjectConfirmationData InResponseTo.
+	InResponseTo string `yaml:"inResponseTo,omitempty" json:"inResponseTo,omitempty"`
+	// SessionIndex (template) is its AuthnStatement SessionIndex.
+	SessionIndex string `yaml:"sessionIndex,omitempty" json:"sessionIndex,omitempty"`
+	// NameIdentifier (template) is its subject's NameID.
+	NameIdentifier string `yaml:"nameIdentifier,omitempty" json:"nameIdentifier,omitempty"`
+	// NameIdentifierFormat is the NameID Format (unspecified by default).
+	NameIdentifierFormat string `yaml:"nameIdentifierFormat,omitempty" json:"nameIdentifierFormat,omitempty"`
+	// AuthnContextClassRef is the AuthnContextClassRef (unspecified by
+	// default).
+	AuthnContextClassRef string `yaml:"authnContextClassRef,omitempty" json:"authnContextClassRef,omitempty"`
+	// Attributes are its attributes (string values are templates).
+	Attributes map[string]any `yaml:"attributes,omitempty" json:"attributes,omitempty"`
 }
 
 // loadProblem is a problem found while reading an entry.
@@ -287,6 +315,7 @@ func (d *AuthDetails) clone() AuthDetails {
 		r := *d.TokenResponse
 		c.TokenResponse = &r
 	}
+	c.TokenParamsTree = d.TokenParamsTree.Clone()
 	c.TokenHeaders = maps.Clone(d.TokenHeaders)
 	c.RefreshTokenParams = maps.Clone(d.RefreshTokenParams)
 	c.RefreshTokenHeaders = maps.Clone(d.RefreshTokenHeaders)
@@ -312,6 +341,7 @@ func (d *AuthDetails) clone() AuthDetails {
 	if d.Assertion != nil {
 		a := *d.Assertion
 		a.Header, a.Payload = cloneJSONMap(a.Header), cloneJSONMap(a.Payload)
+		a.Attributes = cloneJSONMap(a.Attributes)
 		c.Assertion = &a
 	}
 	c.AssertionOption = maps.Clone(d.AssertionOption)

@@ -233,6 +233,16 @@ func checkValue(s slot, v string, spec *FieldSpec) string {
 		if spec != nil && s.wholeHost && ipLiteralAllowed(spec, v) {
 			return ""
 		}
+		if host, path, ok := strings.Cut(v, "/"); ok && spec != nil && s.wholeHost && slices.Contains(spec.Enum, v) {
+			// A value the catalogue itself lists (ModMed's
+			// "stage.ema-api.com/ema-dev"): a host, then path segments.
+			for _, seg := range strings.Split(path, "/") {
+				if seg == "" || seg == "." || seg == ".." || strings.ContainsAny(seg, `\?#%@:`) {
+					return "must be a host name followed by path segments"
+				}
+			}
+			return checkValue(s, host, nil)
+		}
 		for _, r := range v {
 			if !(r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
 				return "must be part of a host name: letters, digits, '-' and '.' only (no '@', '/', ':', '?', '#', '\\', '%' or port)"
@@ -405,7 +415,8 @@ func (p *Provider) RenderURL(tmpl string, vars TemplateVars) (*url.URL, error) {
 	for i, s := range a.slots {
 		switch s.pos {
 		case PositionHost:
-			want = strings.ReplaceAll(want, marker(i), values[i])
+			host, _, _ := strings.Cut(values[i], "/") // an enum value may carry a path
+			want = strings.ReplaceAll(want, marker(i), host)
 		case PositionPort:
 			port = strings.ReplaceAll(port, marker(i), values[i])
 		}
