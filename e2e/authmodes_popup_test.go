@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -14,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,57 +31,17 @@ import (
 // token) and forces a refresh (the fake checks the registered client, the
 // resource and the app JWT).
 func TestPopupAuthModesBrowser(t *testing.T) {
-	requireNode := os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1" || os.Getenv("CI") == "true"
-	adminURL := os.Getenv("TEST_DATABASE_URL")
-	if adminURL == "" {
-		if os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("TEST_DATABASE_URL is not set and CONNECT_REQUIRE_POSTGRES=1")
-		}
-		t.Skip("TEST_DATABASE_URL is not set; set it to run the browser end-to-end test")
-	}
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFail(t, requireNode, "node is not on PATH: install Node.js 20 or newer, then run `npm ci --prefix e2e`")
-	}
-	e2eDir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range []string{"playwright-core", "@nangohq/frontend"} {
-		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", pkg, "package.json")); err != nil {
-			skipOrFail(t, requireNode, "e2e/node_modules is missing "+pkg+": run `npm ci --prefix e2e` from the repository root")
-		}
-	}
-	chromium := findChromium()
-	if chromium == "" {
-		skipOrFail(t, requireNode, "Chromium is not installed: apt-get install chromium (or set CHROMIUM_PATH)")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	bs := newBrowserSuite(t)
 
 	fake := newPopupFake(t)
 	providersFile := filepath.Join(t.TempDir(), "providers.yaml")
 	if err := os.WriteFile(providersFile, []byte(strings.ReplaceAll(popupProvidersYAML, "FAKE", fake.srv.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin := buildServer(ctx, t, filepath.Dir(e2eDir))
-	dbURL := createDatabase(ctx, t, adminURL)
-	apiKey := "e2e_" + randomHex(t, 24)
-	port := freePort(t)
-	host := "http://127.0.0.1:" + port
-	fake.callback = host + "/oauth/callback"
-	srv := startServer(ctx, t, bin, []string{
-		"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true",
-		"PORT=" + port,
-		"DATABASE_URL=" + dbURL,
-		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
-		"CONNECT_API_KEY=" + apiKey,
-		"CONNECT_PUBLIC_URL=" + host,
-		"CONNECT_PROVIDERS_FILE=" + providersFile,
-	})
-	srv.waitHealthy(ctx, t, host+"/health")
-
-	api := &apiClient{base: host, key: apiKey}
+	rs := bs.newServer(t)
+	fake.callback = rs.host + "/oauth/callback"
+	srv := bs.start(t, rs, "CONNECT_PROVIDERS_FILE="+providersFile)
+	api := rs.api
 	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(fake.key)}))
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "airtable-mcp", "provider": "airtable-mcp"})
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "mcp-generic", "provider": "mcp-generic"})
@@ -91,25 +49,8 @@ func TestPopupAuthModesBrowser(t *testing.T) {
 		"credentials": map[string]any{"type": "CUSTOM", "client_id": "gh-client", "client_secret": "gh-secret",
 			"app_id": "4242", "app_link": fake.srv.URL + "/apps/fake-gh", "private_key": pemKey}})
 
-	pageMux := http.NewServeMux()
-	pageMux.Handle("GET /frontend/", http.StripPrefix("/frontend/",
-		http.FileServer(http.Dir(filepath.Join(e2eDir, "node_modules", "@nangohq", "frontend", "dist")))))
-	pageMux.HandleFunc("GET /page.html", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(e2eDir, "browser", "page.html"))
-	})
-	pageSrv := httptest.NewServer(pageMux)
-	t.Cleanup(pageSrv.Close)
-
 	results := filepath.Join(t.TempDir(), "results.json")
-	runNode(ctx, t, nodeBin, e2eDir, []string{filepath.Join(e2eDir, "browser", "authmodes-popup.test.mjs")}, []string{
-		"NANGO_HOST=" + host,
-		"NANGO_API_KEY=" + apiKey,
-		"E2E_PAGE_URL=" + pageSrv.URL + "/page.html",
-		"E2E_CHROMIUM=" + chromium,
-		"E2E_POPUP_RESULTS=" + results,
-		"E2E_MCP_SERVER_URL=" + fake.srv.URL + "/mcp",
-		"NO_COLOR=1",
-	})
+	bs.run(t, rs, "authmodes-popup.test.mjs", "E2E_PAGE_URL="+bs.pageURL(t), "E2E_POPUP_RESULTS="+results, "E2E_MCP_SERVER_URL="+fake.srv.URL+"/mcp")
 	fake.check(t)
 	raw, err := os.ReadFile(results)
 	if err != nil {
@@ -149,8 +90,8 @@ func TestPopupAuthModesBrowser(t *testing.T) {
 		if key == "mcp-generic" {
 			path = "/proxy/"
 		}
-		req, _ := http.NewRequest(http.MethodGet, host+path, nil)
-		req.Header.Set("Authorization", "Bearer "+apiKey)
+		req, _ := http.NewRequest(http.MethodGet, rs.host+path, nil)
+		req.Header.Set("Authorization", "Bearer "+rs.apiKey)
 		req.Header.Set("Connection-Id", id)
 		req.Header.Set("Provider-Config-Key", key)
 		resp, err := http.DefaultClient.Do(req)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -12,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -30,34 +28,7 @@ import (
 // AssumeRole again). The reference server's STS is the fake's
 // (CONNECT_AWS_STS_ENDPOINT).
 func TestAuthModesSignedBrowser(t *testing.T) {
-	requirePostgres := os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1"
-	requireNode := requirePostgres || os.Getenv("CI") == "true"
-	adminURL := os.Getenv("TEST_DATABASE_URL")
-	if adminURL == "" {
-		if requirePostgres {
-			t.Fatal("TEST_DATABASE_URL is not set and CONNECT_REQUIRE_POSTGRES=1")
-		}
-		t.Skip("TEST_DATABASE_URL is not set; set it to run the browser end-to-end test")
-	}
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFail(t, requireNode, "node is not on PATH")
-	}
-	e2eDir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range []string{"playwright-core", "@nangohq/frontend"} {
-		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", pkg, "package.json")); err != nil {
-			skipOrFail(t, requireNode, "e2e/node_modules is missing "+pkg+": run `npm ci --prefix e2e`")
-		}
-	}
-	chromium := findChromium()
-	if chromium == "" {
-		skipOrFail(t, requireNode, "Chromium is not installed")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	bs := newBrowserSuite(t)
 
 	up := newSignedUpstream(t)
 	providersFile := filepath.Join(t.TempDir(), "providers.yaml")
@@ -95,46 +66,16 @@ func TestAuthModesSignedBrowser(t *testing.T) {
 `, up.srv.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin := buildServer(ctx, t, filepath.Dir(e2eDir))
-	dbURL := createDatabase(ctx, t, adminURL)
-	apiKey := "e2e_" + randomHex(t, 24)
-	port := freePort(t)
-	host := "http://127.0.0.1:" + port
-	srv := startServer(ctx, t, bin, []string{
-		"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true",
-		"PORT=" + port,
-		"DATABASE_URL=" + dbURL,
-		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
-		"CONNECT_API_KEY=" + apiKey,
-		"CONNECT_PUBLIC_URL=" + host,
-		"CONNECT_PROVIDERS_FILE=" + providersFile,
-		"CONNECT_AWS_STS_ENDPOINT=" + up.srv.URL + "/sts/{region}/",
-	})
-	srv.waitHealthy(ctx, t, host+"/health")
-	api := &apiClient{base: host, key: apiKey}
+	rs := bs.newServer(t)
+	srv := bs.start(t, rs, "CONNECT_PROVIDERS_FILE="+providersFile, "CONNECT_AWS_STS_ENDPOINT="+up.srv.URL+"/sts/{region}/")
+	api := rs.api
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "e2e-tba", "provider": "e2e-tba",
 		"credentials": map[string]any{"type": "TBA", "client_id": "ns-consumer", "client_secret": "ns-consumer-secret"}})
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "e2e-aws", "provider": "e2e-aws",
 		"integration_config": map[string]any{"service": "execute-api", "defaultRegion": "eu-west-1"},
 		"custom":             map[string]any{"awsAccessKeyId": "AKIAOWNER", "awsSecretAccessKey": "owner-secret"}})
 
-	pageMux := http.NewServeMux()
-	pageMux.Handle("GET /frontend/", http.StripPrefix("/frontend/",
-		http.FileServer(http.Dir(filepath.Join(e2eDir, "node_modules", "@nangohq", "frontend", "dist")))))
-	pageMux.HandleFunc("GET /page.html", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(e2eDir, "browser", "page.html"))
-	})
-	pageSrv := httptest.NewServer(pageMux)
-	t.Cleanup(pageSrv.Close)
-
-	runNode(ctx, t, nodeBin, e2eDir, []string{filepath.Join(e2eDir, "browser", "authmodes-signed.test.mjs")}, []string{
-		"NANGO_HOST=" + host,
-		"NANGO_API_KEY=" + apiKey,
-		"E2E_PAGE_URL=" + pageSrv.URL + "/page.html",
-		"E2E_CHROMIUM=" + chromium,
-		"E2E_SIGNED=1",
-		"NO_COLOR=1",
-	})
+	bs.run(t, rs, "authmodes-signed.test.mjs", "E2E_PAGE_URL="+bs.pageURL(t), "E2E_SIGNED=1")
 
 	up.mu.Lock()
 	defer up.mu.Unlock()

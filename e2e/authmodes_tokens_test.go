@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/hmac"
@@ -20,7 +19,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -63,34 +61,7 @@ const (
 // each JWT's signature, the WSSE digest recomputed from the secret, the
 // Bill login's body, the OAuth 1 and SigV4 signatures.
 func TestAuthModesTokensBrowser(t *testing.T) {
-	requirePostgres := os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1"
-	requireNode := requirePostgres || os.Getenv("CI") == "true"
-	adminURL := os.Getenv("TEST_DATABASE_URL")
-	if adminURL == "" {
-		if requirePostgres {
-			t.Fatal("TEST_DATABASE_URL is not set and CONNECT_REQUIRE_POSTGRES=1")
-		}
-		t.Skip("TEST_DATABASE_URL is not set; set it to run the browser end-to-end test")
-	}
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFail(t, requireNode, "node is not on PATH")
-	}
-	e2eDir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range []string{"playwright-core", "@nangohq/frontend", "@nangohq/providers"} {
-		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", pkg, "package.json")); err != nil {
-			skipOrFail(t, requireNode, "e2e/node_modules is missing "+pkg+": run `npm ci --prefix e2e`")
-		}
-	}
-	chromium := findChromium()
-	if chromium == "" {
-		skipOrFail(t, requireNode, "Chromium is not installed")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	bs := newBrowserSuite(t)
 
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -107,23 +78,9 @@ func TestAuthModesTokensBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := buildServer(ctx, t, filepath.Dir(e2eDir))
-	dbURL := createDatabase(ctx, t, adminURL)
-	apiKey := "e2e_" + randomHex(t, 24)
-	port := freePort(t)
-	host := "http://127.0.0.1:" + port
-	srv := startServer(ctx, t, bin, []string{
-		"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true",
-		"PORT=" + port,
-		"DATABASE_URL=" + dbURL,
-		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
-		"CONNECT_API_KEY=" + apiKey,
-		"CONNECT_PUBLIC_URL=" + host,
-		"CONNECT_PROVIDERS_FILE=" + providersFile,
-		"CONNECT_AWS_STS_ENDPOINT=" + signed.srv.URL + "/sts/{region}/",
-	})
-	srv.waitHealthy(ctx, t, host+"/health")
-	api := &apiClient{base: host, key: apiKey}
+	rs := bs.newServer(t)
+	srv := bs.start(t, rs, "CONNECT_PROVIDERS_FILE="+providersFile, "CONNECT_AWS_STS_ENDPOINT="+signed.srv.URL+"/sts/{region}/")
+	api := rs.api
 	for _, p := range []string{"netsuite-client-credentials", "apple-app-store", "emarsys", "bill"} {
 		api.mustCreateIntegration(t, map[string]any{"unique_key": p, "provider": p})
 	}
@@ -132,15 +89,6 @@ func TestAuthModesTokensBrowser(t *testing.T) {
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "aws-sigv4", "provider": "aws-sigv4",
 		"integration_config": map[string]any{"service": "execute-api", "defaultRegion": "eu-west-1"},
 		"custom":             map[string]any{"awsAccessKeyId": "AKIAOWNER", "awsSecretAccessKey": "owner-secret"}})
-
-	pageMux := http.NewServeMux()
-	pageMux.Handle("GET /frontend/", http.StripPrefix("/frontend/",
-		http.FileServer(http.Dir(filepath.Join(e2eDir, "node_modules", "@nangohq", "frontend", "dist")))))
-	pageMux.HandleFunc("GET /page.html", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(e2eDir, "browser", "page.html"))
-	})
-	pageSrv := httptest.NewServer(pageMux)
-	t.Cleanup(pageSrv.Close)
 
 	rsaDER, err := x509.MarshalPKCS8PrivateKey(rsaKey)
 	if err != nil {
@@ -162,15 +110,7 @@ func TestAuthModesTokensBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runNode(ctx, t, nodeBin, e2eDir, []string{filepath.Join(e2eDir, "browser", "authmodes-tokens.test.mjs")}, []string{
-		"NANGO_HOST=" + host,
-		"NANGO_API_KEY=" + apiKey,
-		"E2E_PAGE_URL=" + pageSrv.URL + "/page.html",
-		"E2E_CHROMIUM=" + chromium,
-		"E2E_TOKENS=1",
-		"E2E_TOKENS_FIXTURES=" + string(fixtures),
-		"NO_COLOR=1",
-	})
+	bs.run(t, rs, "authmodes-tokens.test.mjs", "E2E_PAGE_URL="+bs.pageURL(t), "E2E_TOKENS=1", "E2E_TOKENS_FIXTURES="+string(fixtures))
 
 	// What the fakes saw: every exchange and every proxied call checked
 	// (a refusal would have failed the Node side); here the counts, and

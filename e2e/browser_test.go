@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -39,34 +38,17 @@ const (
 // check endpoint (see doc.go). The host's webhook receiver verifies every webhook's
 // X-Svc-Hmac-Sha256 itself.
 func TestConnectUIBrowser(t *testing.T) {
-	requirePostgres := os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1"
-	requireNode := requirePostgres || os.Getenv("CI") == "true"
-
-	adminURL := os.Getenv("TEST_DATABASE_URL")
-	if adminURL == "" {
-		if requirePostgres {
-			t.Fatal("TEST_DATABASE_URL is not set and CONNECT_REQUIRE_POSTGRES=1: the end-to-end test needs Postgres")
-		}
-		t.Skip("TEST_DATABASE_URL is not set; set it to run the browser end-to-end test")
-	}
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		skipOrFail(t, requireNode, "node is not on PATH: install Node.js 20 or newer, then run `npm ci --prefix e2e`")
-	}
-	e2eDir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range []string{"playwright-core", "@nangohq/frontend"} {
-		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", pkg, "package.json")); err != nil {
-			skipOrFail(t, requireNode, "e2e/node_modules is missing "+pkg+": run `npm ci --prefix e2e` from the repository root")
+	bs := newBrowserSuite(t)
+	ctx, adminURL, nodeBin, e2eDir, chromium := bs.ctx, bs.adminURL, bs.node, bs.dir, bs.chromium
+	// The connect UI's own files: the authmodes-* ones belong to the
+	// tests of the auth modes, which start their own fakes.
+	var testFiles []string
+	all, err := filepath.Glob(filepath.Join(e2eDir, "browser", "*.test.mjs"))
+	for _, f := range all {
+		if !strings.HasPrefix(filepath.Base(f), "authmodes-") {
+			testFiles = append(testFiles, f)
 		}
 	}
-	chromium := findChromium()
-	if chromium == "" {
-		skipOrFail(t, requireNode, "Chromium is not installed: apt-get install chromium (or set CHROMIUM_PATH)")
-	}
-	testFiles, err := filepath.Glob(filepath.Join(e2eDir, "browser", "*.test.mjs"))
 	if err != nil || len(testFiles) == 0 {
 		t.Fatalf("no e2e/browser/*.test.mjs files found (err=%v)", err)
 	}
@@ -74,9 +56,6 @@ func TestConnectUIBrowser(t *testing.T) {
 	if os.Getenv("CONNECT_UPDATE_SCREENSHOTS") == "1" {
 		shots = filepath.Join(filepath.Dir(e2eDir), "docs")
 	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 
 	provider := newFakeProvider(t)
 	hooks := newWebhookReceiver(t, webhookSigningKey)

@@ -31,7 +31,7 @@
 // test then checks that the fakes saw only the connections' tokens and that the sync followed
 // GitHub's next links.
 //
-// TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs the same way, with
+// TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs (but the authmodes-* ones, which the auth-mode tests run with their own fakes; all share browsersuite_test.go) the same way, with
 // playwright-core driving headless Chromium (Debian's chromium, or CHROMIUM_PATH; --no-sandbox
 // when root). Around the reference server it starts (with
 // CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true), as httptest servers: a fake OAuth 2
