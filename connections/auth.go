@@ -373,9 +373,8 @@ func (ss *Sessions) verifyWith(ctx context.Context, p *integrations.Provider, cr
 		if err != nil {
 			return validationFailed("The provider's verification request cannot be built.")
 		}
-		path, _, _ := strings.Cut(ep, "?")
 		rv := vars.Stable()
-		rv.Request = &integrations.TemplateRequest{Method: method, URL: req.URL, Endpoint: path}
+		rv.Request = &integrations.TemplateRequest{Method: method, URL: req.URL, Endpoint: ep}
 		for _, h := range headerTmpls {
 			v, err := integrations.Interpolate(h[1], rv)
 			var fe *integrations.FunctionError

@@ -78,6 +78,16 @@
 // reason, and POST /integrations to succeed for every one (with app credentials fitting its auth
 // mode). A failure lists each provider that failed and why.
 //
+// TestTemplateHeaders (template_headers_test.go) finds in the same file, with a YAML parser,
+// every provider whose proxy headers or query (or verification headers) use a template
+// function, ${now}, ${random} or a request value, and starts the server on the file with only
+// those providers' base URLs rewritten to a recording upstream. It imports a connection of
+// each with known credentials, proxies a GET with a query and a POST with a JSON body, and
+// recomputes every header each request carried with the standard library (base64 of the
+// credentials, Avanan's and Duo's digests over the values sent, SigV4 verified by
+// sigV4Check, the Ed25519 HTTP message signature with the test's key pair, UUID v4 and date
+// formats). A provider found but not checked fails the test.
+//
 // TestREADME (readme_test.go) runs the examples of README.md in order against the reference
 // server, started by the README's own command: sh blocks in bash, js blocks in Node or (those
 // that import @nangohq/frontend) in headless Chromium, go blocks built as an application module

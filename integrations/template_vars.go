@@ -59,7 +59,8 @@ type TemplateRequest struct {
 	// URL is the request's absolute URL.
 	URL *url.URL
 	// Endpoint is the endpoint the caller asked for, relative to the base
-	// URL, without its query ("/v1/users").
+	// URL, with its query as Nango's ${endpoint} has it
+	// ("/v1/users?page=2").
 	Endpoint string
 	// Body is the request body (nil for none).
 	Body []byte

@@ -40,7 +40,8 @@ type call struct {
 	// noFollow: redirects are returned, not followed (Client transport).
 	noFollow bool
 
-	// endpoint is the endpoint asked for, without its query: ${endpoint}.
+	// endpoint is the endpoint asked for, with its query, as Nango's
+	// ${endpoint} is: the path after /proxy and the query.
 	endpoint string
 	// body is the request body when it is kept in memory (bodyKept).
 	body     []byte
@@ -94,6 +95,12 @@ func (inj *injection) setHeader(k, v string) {
 		}
 	}
 	inj.header = append(inj.header, headerField{name: k, values: []string{v}})
+}
+
+// delHeader removes the header named k.
+func (inj *injection) delHeader(k string) {
+	k = http.CanonicalHeaderKey(k)
+	inj.header = slices.DeleteFunc(inj.header, func(f headerField) bool { return f.name == k })
 }
 
 func (c *call) target() *Target {
@@ -253,6 +260,11 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 					continue // the catalogue validates templates: left out, as one without values
 				}
 				if tmpl.PerRequest() {
+					if !f.query {
+						// The template replaces the auth mode's header
+						// (Duo's and AWS's Authorization over Basic).
+						inj.delHeader(k)
+					}
 					inj.perRequest = append(inj.perRequest, perRequestField{name: k, query: f.query, tmpl: tmpl})
 					inj.needsBody = inj.needsBody || readsBody(tmpl)
 					continue

@@ -21,6 +21,11 @@ func tokenVars(v *integrations.TemplateVars, cr *connections.Credentials) {
 			v.Credentials[k] = s
 		}
 	}
+	// ${credentials.token} is the token, as in Nango's stored credentials
+	// (tripletex's Basic header).
+	if cr.Token != "" {
+		v.Credentials["token"] = cr.Token
+	}
 }
 
 // tokenBearer reports whether requests of token-mode credentials carry

@@ -600,8 +600,7 @@ func (p *Proxy) prepare(ctx context.Context, envID int64, key, id string, opts O
 	if err != nil {
 		return nil, nil, &sourceError{err}
 	}
-	ep, _, _ := strings.Cut(endpoint, "?")
-	c := &call{p: p, env: envID, key: key, id: id, opts: opts, endpoint: ep}
+	c := &call{p: p, env: envID, key: key, id: id, opts: opts, endpoint: endpoint}
 	if err := c.setTarget(t); err != nil {
 		return c, nil, err
 	}
