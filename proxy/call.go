@@ -483,13 +483,14 @@ func (c *call) computeBaseURL() (*url.URL, error) {
 	raw := c.opts.BaseURLOverride
 	t := c.target()
 	if raw == "" {
-		if t.Provider.Proxy == nil || t.Provider.Proxy.BaseURL == "" {
+		tmpl := baseURLTemplate(t.Provider)
+		if tmpl == "" {
 			return nil, store.Invalid(CodeMissingBaseURL, fmt.Sprintf(
 				"The provider %s has no base URL; send Base-Url-Override (baseUrlOverride).", t.Provider.Name))
 		}
 		// Rendered safely: a connection config value, stored ones
 		// included, cannot pick the host that receives the credentials.
-		u, err := t.Provider.RenderURL(t.Provider.Proxy.BaseURL, vars(t))
+		u, err := t.Provider.RenderURL(tmpl, vars(t))
 		if err != nil {
 			return nil, baseURLError(err)
 		}
