@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,21 +55,35 @@ func (t *Template) Eval(vars *TemplateVars) (string, error) {
 	if vars == nil {
 		vars = &TemplateVars{}
 	}
-	if len(t.alts) == 1 && len(t.alts[0]) == 1 && t.alts[0][0].kind == nodeLiteral {
-		return t.alts[0][0].text, nil
+	if len(t.alts) == 1 && len(t.alts[0]) == 1 {
+		// One node: a literal, or a value returned as it is, without a
+		// copy.
+		switch n := &t.alts[0][0]; n.kind {
+		case nodeLiteral:
+			return n.text, nil
+		case nodeVar:
+			if v, ok := vars.lookup(n.text, n.root); ok {
+				return v, nil
+			}
+			return "", &MissingValueError{Template: t.src, Names: []string{n.text}}
+		case nodeRandom:
+			return vars.random(), nil
+		}
 	}
 	if t.perRequest && (vars.Now == nil || vars.Random == nil) {
 		s := vars.Stable()
 		vars = &s
 	}
-	e := evaluator{t: t, vars: vars}
+	e := evaluators.Get().(*evaluator)
+	defer e.release()
+	e.t, e.vars = t, vars
 	var missing []string
 	for _, alt := range t.alts {
 		e.missing = e.missing[:0]
-		var b strings.Builder
-		err := e.seq(&b, alt)
+		e.buf = e.buf[:0]
+		err := e.seq(alt)
 		if err == nil {
-			return b.String(), nil
+			return string(e.buf), nil
 		}
 		if !errors.Is(err, errMissing) {
 			return "", err
@@ -85,18 +100,41 @@ func (t *Template) Eval(vars *TemplateVars) (string, error) {
 	return "", &MissingValueError{Template: t.src, Names: missing}
 }
 
+// An evaluator writes a template's value into buf, which it reuses from
+// one evaluation to the next (evaluators are pooled): an evaluation
+// allocates its result, and what functions allocate, but no intermediate
+// text.
 type evaluator struct {
 	t       *Template
 	vars    *TemplateVars
 	missing []string
+	buf     []byte
+	args    [][]byte // the arguments of an appending function, parts of buf
 }
 
-// seq writes a sequence; errMissing when a value is missing (all missing
+var evaluators = sync.Pool{New: func() any { return &evaluator{buf: make([]byte, 0, 256)} }}
+
+// maxPooledBuffer is the largest buffer an evaluator keeps when it goes
+// back to the pool.
+const maxPooledBuffer = 16 << 10
+
+func (e *evaluator) release() {
+	e.t, e.vars = nil, nil
+	e.missing = e.missing[:0]
+	clear(e.args[:cap(e.args)])
+	e.args = e.args[:0]
+	if cap(e.buf) > maxPooledBuffer {
+		e.buf = make([]byte, 0, 256)
+	}
+	evaluators.Put(e)
+}
+
+// seq appends a sequence; errMissing when a value is missing (all missing
 // names of the sequence are recorded first).
-func (e *evaluator) seq(b *strings.Builder, seq []node) error {
+func (e *evaluator) seq(seq []node) error {
 	var failed error
 	for i := range seq {
-		if err := e.node(b, &seq[i]); err != nil {
+		if err := e.node(&seq[i]); err != nil {
 			if !errors.Is(err, errMissing) {
 				return err
 			}
@@ -106,10 +144,10 @@ func (e *evaluator) seq(b *strings.Builder, seq []node) error {
 	return failed
 }
 
-func (e *evaluator) node(b *strings.Builder, n *node) error {
+func (e *evaluator) node(n *node) error {
 	switch n.kind {
 	case nodeLiteral:
-		b.WriteString(n.text)
+		e.buf = append(e.buf, n.text...)
 	case nodeVar:
 		v, ok := e.vars.lookup(n.text, n.root)
 		if !ok {
@@ -118,9 +156,9 @@ func (e *evaluator) node(b *strings.Builder, n *node) error {
 			}
 			return errMissing
 		}
-		b.WriteString(v)
+		e.buf = append(e.buf, v...)
 	case nodeRandom:
-		b.WriteString(e.vars.random())
+		e.buf = append(e.buf, e.vars.random()...)
 	case nodeNow:
 		t := e.vars.now()
 		switch n.unit {
@@ -137,78 +175,118 @@ func (e *evaluator) node(b *strings.Builder, n *node) error {
 			t = t.Add(time.Duration(n.offset) * unitDurations[n.unit])
 		}
 		if n.format == nil {
-			b.WriteString(t.Format("2006-01-02T15:04:05.000Z"))
+			e.buf = t.AppendFormat(e.buf, "2006-01-02T15:04:05.000Z")
 		} else {
-			formatDate(b, t, n.format)
+			e.buf = appendDate(e.buf, t, n.format)
 		}
 	case nodeOr:
-		mark := len(e.missing)
+		mark, missing := len(e.buf), len(e.missing)
 		for i := range n.or {
-			var sub strings.Builder
-			err := e.node(&sub, &n.or[i])
+			err := e.node(&n.or[i])
 			if err == nil {
-				e.missing = e.missing[:mark]
-				b.WriteString(sub.String())
+				e.missing = e.missing[:missing]
 				return nil
 			}
+			e.buf = e.buf[:mark]
 			if !errors.Is(err, errMissing) {
 				return err
 			}
 		}
 		return errMissing
 	case nodeCall:
-		args := make([]string, len(n.args))
-		var failed error
-		for i, a := range n.args {
-			var sub strings.Builder
-			if err := e.seq(&sub, a); err != nil {
-				if !errors.Is(err, errMissing) {
-					return err
-				}
-				failed = err
-			}
-			args[i] = sub.String()
-		}
-		if failed != nil {
-			return failed
-		}
-		v, err := n.fn.eval(e.vars, args)
-		if err != nil {
-			return &FunctionError{Template: e.t.src, Function: n.text, Problem: err.Error()}
-		}
-		b.WriteString(v)
+		return e.call(n)
 	}
 	return nil
 }
 
+// call appends the value of a function call: its arguments are written
+// into buf after mark, then replaced by the function's value.
+func (e *evaluator) call(n *node) error {
+	mark := len(e.buf)
+	var ends [maxFunctionArgs]int
+	var failed error
+	for i, a := range n.args {
+		if err := e.seq(a); err != nil {
+			if !errors.Is(err, errMissing) {
+				return err
+			}
+			failed = err
+		}
+		ends[i] = len(e.buf)
+	}
+	if failed != nil {
+		e.buf = e.buf[:mark]
+		return failed
+	}
+	start := mark
+	if f := n.fn.append; f != nil {
+		// The arguments are parts of buf; the value is appended after
+		// them (an append that moves buf leaves them where they were,
+		// unchanged), then moved down to mark.
+		e.args = e.args[:0]
+		for i := range n.args {
+			e.args = append(e.args, e.buf[start:ends[i]:ends[i]])
+			start = ends[i]
+		}
+		out := len(e.buf)
+		var err error
+		if e.buf, err = f(e.buf, e.args); err != nil {
+			e.buf = e.buf[:mark]
+			return &FunctionError{Template: e.t.src, Function: n.text, Problem: err.Error()}
+		}
+		k := copy(e.buf[mark:], e.buf[out:])
+		e.buf = e.buf[:mark+k]
+		return nil
+	}
+	args := make([]string, len(n.args))
+	for i := range args {
+		args[i] = string(e.buf[start:ends[i]])
+		start = ends[i]
+	}
+	e.buf = e.buf[:mark]
+	v, err := n.fn.eval(e.vars, args)
+	if err != nil {
+		return &FunctionError{Template: e.t.src, Function: n.text, Problem: err.Error()}
+	}
+	e.buf = append(e.buf, v...)
+	return nil
+}
+
+// maxFunctionArgs is the most arguments a function takes.
+const maxFunctionArgs = 8
+
 // function is a template function.
 type function struct {
-	minArgs, maxArgs int
+	minArgs, maxArgs int // maxArgs <= maxFunctionArgs
 	// perRequest: its value depends on the request or the clock.
 	perRequest bool
 	eval       func(vars *TemplateVars, args []string) (string, error)
+	// append, when set, appends the value to dst instead of eval, from
+	// arguments that it must not keep: it allocates nothing.
+	append func(dst []byte, args [][]byte) ([]byte, error)
 }
 
 var functions = map[string]*function{
-	"base64": {1, 1, false, func(_ *TemplateVars, a []string) (string, error) {
-		return base64.StdEncoding.EncodeToString([]byte(a[0])), nil
+	"base64": {minArgs: 1, maxArgs: 1, append: func(dst []byte, a [][]byte) ([]byte, error) {
+		return base64.StdEncoding.AppendEncode(dst, a[0]), nil
 	}},
-	"sha256Hex": {1, 1, false, func(_ *TemplateVars, a []string) (string, error) {
-		h := sha256.Sum256([]byte(a[0]))
-		return hex.EncodeToString(h[:]), nil
+	"sha256Hex": {minArgs: 1, maxArgs: 1, append: func(dst []byte, a [][]byte) ([]byte, error) {
+		h := sha256.Sum256(a[0])
+		return hex.AppendEncode(dst, h[:]), nil
 	}},
-	"sha256Base64": {1, 1, false, func(_ *TemplateVars, a []string) (string, error) {
-		h := sha256.Sum256([]byte(a[0]))
-		return base64.StdEncoding.EncodeToString(h[:]), nil
+	"sha256Base64": {minArgs: 1, maxArgs: 1, append: func(dst []byte, a [][]byte) ([]byte, error) {
+		h := sha256.Sum256(a[0])
+		return base64.StdEncoding.AppendEncode(dst, h[:]), nil
 	}},
-	"hmacSha1Hex": {2, 2, false, func(_ *TemplateVars, a []string) (string, error) {
-		m := hmac.New(sha1.New, []byte(a[1]))
-		m.Write([]byte(a[0]))
-		return hex.EncodeToString(m.Sum(nil)), nil
+	"hmacSha1Hex": {minArgs: 2, maxArgs: 2, append: func(dst []byte, a [][]byte) ([]byte, error) {
+		m := hmac.New(sha1.New, a[1])
+		m.Write(a[0])
+		var sum [sha1.Size]byte
+		return hex.AppendEncode(dst, m.Sum(sum[:0])), nil
 	}},
-	"ed25519Sign": {2, 2, false, ed25519Sign},
-	"fingerprint": {1, 1, false, fingerprint},
-	"awsSigV4":    {4, 5, true, awsSigV4},
+	"ed25519Sign": {minArgs: 2, maxArgs: 2, eval: ed25519Sign},
+	"fingerprint": {minArgs: 1, maxArgs: 1, eval: fingerprint},
+	"awsSigV4":    {minArgs: 4, maxArgs: 5, perRequest: true, eval: awsSigV4},
 }
 
 const functionNames = "base64, sha256Hex, sha256Base64, hmacSha1Hex, ed25519Sign, awsSigV4 or fingerprint"
@@ -377,27 +455,21 @@ func parseDateFormat(f string) []fmtToken {
 	return out
 }
 
-// formatDate writes t (UTC) in a dayjs format.
-func formatDate(b *strings.Builder, t time.Time, f []fmtToken) {
-	pad := func(n, w int) {
-		s := strconv.Itoa(n)
-		for i := len(s); i < w; i++ {
-			b.WriteByte('0')
-		}
-		b.WriteString(s)
-	}
+// appendDate appends t (UTC) in a dayjs format.
+func appendDate(b []byte, t time.Time, f []fmtToken) []byte {
+	pad := func(n, w int) { b = appendPadded(b, n, w) }
 	for _, x := range f {
 		switch x.tok {
 		case "":
-			b.WriteString(x.lit)
+			b = append(b, x.lit...)
 		case "YYYY":
 			pad(t.Year(), 4)
 		case "YY":
 			pad(t.Year()%100, 2)
 		case "MMMM":
-			b.WriteString(t.Month().String())
+			b = append(b, t.Month().String()...)
 		case "MMM":
-			b.WriteString(t.Month().String()[:3])
+			b = append(b, t.Month().String()[:3]...)
 		case "MM":
 			pad(int(t.Month()), 2)
 		case "M":
@@ -407,11 +479,11 @@ func formatDate(b *strings.Builder, t time.Time, f []fmtToken) {
 		case "D":
 			pad(t.Day(), 1)
 		case "dddd":
-			b.WriteString(t.Weekday().String())
+			b = append(b, t.Weekday().String()...)
 		case "ddd":
-			b.WriteString(t.Weekday().String()[:3])
+			b = append(b, t.Weekday().String()[:3]...)
 		case "dd":
-			b.WriteString(t.Weekday().String()[:2])
+			b = append(b, t.Weekday().String()[:2]...)
 		case "d":
 			pad(int(t.Weekday()), 1)
 		case "HH":
@@ -435,9 +507,9 @@ func formatDate(b *strings.Builder, t time.Time, f []fmtToken) {
 		case "SSS":
 			pad(t.Nanosecond()/1e6, 3)
 		case "ZZ":
-			b.WriteString("+0000")
+			b = append(b, "+0000"...)
 		case "Z":
-			b.WriteString("+00:00")
+			b = append(b, "+00:00"...)
 		case "A", "a":
 			ampm := "AM"
 			if t.Hour() >= 12 {
@@ -446,11 +518,31 @@ func formatDate(b *strings.Builder, t time.Time, f []fmtToken) {
 			if x.tok == "a" {
 				ampm = strings.ToLower(ampm)
 			}
-			b.WriteString(ampm)
+			b = append(b, ampm...)
 		case "X":
-			b.WriteString(strconv.FormatInt(t.Unix(), 10))
+			b = strconv.AppendInt(b, t.Unix(), 10)
 		case "x":
-			b.WriteString(strconv.FormatInt(t.UnixMilli(), 10))
+			b = strconv.AppendInt(b, t.UnixMilli(), 10)
 		}
 	}
+	return b
+}
+
+// appendPadded appends n in decimal, with zeros before it up to w
+// characters (a sign included).
+func appendPadded(b []byte, n, w int) []byte {
+	start := len(b)
+	b = strconv.AppendInt(b, int64(n), 10)
+	k := w - (len(b) - start)
+	if k <= 0 {
+		return b
+	}
+	for range k {
+		b = append(b, '0')
+	}
+	copy(b[start+k:], b[start:len(b)-k])
+	for i := range k {
+		b[start+i] = '0'
+	}
+	return b
 }

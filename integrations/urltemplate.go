@@ -478,15 +478,16 @@ func (p *Provider) render(tmpl string, vars TemplateVars, relative bool) (string
 				out.WriteString(n.text)
 				continue
 			}
-			var b strings.Builder
-			if err := e.node(&b, n); err != nil {
+			e.buf = e.buf[:0]
+			if err := e.node(n); err != nil {
 				if !errors.Is(err, errMissing) {
 					return "", nil, nil, err
 				}
 				failed = err
 			}
-			values = append(values, b.String())
-			out.WriteString(b.String())
+			v := string(e.buf)
+			values = append(values, v)
+			out.WriteString(v)
 		}
 		if failed != nil {
 			for _, m := range e.missing {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/uuid"
 	"github.com/embedauth/connect/store"
 )
 
@@ -73,9 +74,10 @@ type injection struct {
 
 // perRequestField is a header (or query parameter) computed per request.
 type perRequestField struct {
-	name  string
-	query bool
-	tmpl  *integrations.Template
+	name      string
+	canonical string // a header's canonical name
+	query     bool
+	tmpl      *integrations.Template
 }
 
 // headerField is a header an injection sets: its canonical name and its
@@ -265,7 +267,7 @@ func (p *Proxy) inject(t *Target) (*injection, error) {
 						// (Duo's and AWS's Authorization over Basic).
 						inj.delHeader(k)
 					}
-					inj.perRequest = append(inj.perRequest, perRequestField{name: k, query: f.query, tmpl: tmpl})
+					inj.perRequest = append(inj.perRequest, perRequestField{name: k, canonical: http.CanonicalHeaderKey(k), query: f.query, tmpl: tmpl})
 					inj.needsBody = inj.needsBody || readsBody(tmpl)
 					continue
 				}
@@ -324,26 +326,35 @@ func (c *call) addPerRequest(inj *injection, r *http.Request) error {
 		}
 		body = c.body
 	}
-	vars := inj.vars
-	vars.Now = c.p.cfg.Now
-	vars = vars.Stable()
-	vars.Request = &integrations.TemplateRequest{Method: r.Method, URL: r.URL, Endpoint: c.endpoint, Body: body,
+	s := newPerRequestState(inj, c.p.cfg.Now)
+	defer s.release()
+	s.req = integrations.TemplateRequest{Method: r.Method, URL: r.URL, Endpoint: c.endpoint, Body: body,
 		ContentType: r.Header.Get("Content-Type")}
-	eval := func(f perRequestField) (string, bool, error) {
-		val, err := f.tmpl.Eval(&vars)
-		var fe *integrations.FunctionError
-		switch {
-		case errors.As(err, &fe):
+	vars := &s.vars
+	eval := func(f *perRequestField) (string, bool, error) {
+		val, err := f.tmpl.Eval(vars)
+		if err == nil {
+			return val, true, nil
+		}
+		if fe := (*integrations.FunctionError)(nil); errors.As(err, &fe) {
 			return "", false, store.Invalid(CodeTemplateFailed, fmt.Sprintf("The provider's %s template %s cannot be computed: %s: %s.",
 				map[bool]string{true: "query", false: "header"}[f.query], f.name, fe.Function, fe.Problem))
-		case err != nil:
-			return "", false, nil
 		}
-		return val, true, nil
+		return "", false, nil
 	}
 	var raw string
-	for _, f := range inj.perRequest {
-		if !f.query || r.URL.Query().Has(f.name) {
+	var query url.Values // r's query, parsed when a query field is met
+	headers := 0
+	for i := range inj.perRequest {
+		f := &inj.perRequest[i]
+		if !f.query {
+			headers++
+			continue
+		}
+		if query == nil {
+			query = r.URL.Query()
+		}
+		if query.Has(f.name) {
 			continue
 		}
 		val, ok, err := eval(f)
@@ -361,11 +372,12 @@ func (c *call) addPerRequest(inj *injection, r *http.Request) error {
 		}
 		u.RawQuery += raw
 		r.URL = &u
-		vars.Request.URL = r.URL
+		s.req.URL = r.URL
 	}
-	for _, f := range inj.perRequest {
-		k := http.CanonicalHeaderKey(f.name)
-		if _, set := r.Header[k]; f.query || set {
+	values := make([]string, 0, headers) // the headers' values, one each
+	for i := range inj.perRequest {
+		f := &inj.perRequest[i]
+		if _, set := r.Header[f.canonical]; f.query || set {
 			continue
 		}
 		val, ok, err := eval(f)
@@ -373,10 +385,71 @@ func (c *call) addPerRequest(inj *injection, r *http.Request) error {
 			return err
 		}
 		if ok {
-			r.Header[k] = []string{val}
+			values = append(values, val)
+			r.Header[f.canonical] = values[len(values)-1 : len(values) : len(values)]
 		}
 	}
 	return nil
+}
+
+// perRequestState holds the template values of one request's per-request
+// fields: the connection's values, the request, and the one ${now} and
+// ${random} of the request, each taken on first use (what
+// integrations.TemplateVars.Stable gives, without allocating its clock
+// and random functions for each request). States are pooled.
+type perRequestState struct {
+	vars   integrations.TemplateVars
+	req    integrations.TemplateRequest
+	clock  func() time.Time
+	random func() string
+	now    time.Time
+	id     string
+	hasNow bool
+	hasID  bool
+	// nowFn and randFn are stableNow and stableRandom, bound once.
+	nowFn  func() time.Time
+	randFn func() string
+}
+
+var perRequestStates = sync.Pool{New: func() any {
+	s := new(perRequestState)
+	s.nowFn, s.randFn = s.stableNow, s.stableRandom
+	return s
+}}
+
+// newPerRequestState returns a state for one request to inj's origin,
+// with clock as the clock of ${now}.
+func newPerRequestState(inj *injection, clock func() time.Time) *perRequestState {
+	s := perRequestStates.Get().(*perRequestState)
+	s.vars = inj.vars
+	s.clock, s.random = clock, uuid.New
+	if inj.vars.Random != nil {
+		s.random = inj.vars.Random
+	}
+	s.vars.Now, s.vars.Random, s.vars.Request = s.nowFn, s.randFn, &s.req
+	return s
+}
+
+func (s *perRequestState) stableNow() time.Time {
+	if !s.hasNow {
+		s.now, s.hasNow = s.clock(), true
+	}
+	return s.now
+}
+
+func (s *perRequestState) stableRandom() string {
+	if !s.hasID {
+		s.id, s.hasID = s.random(), true
+	}
+	return s.id
+}
+
+// release returns s to the pool, keeping nothing of the request.
+func (s *perRequestState) release() {
+	s.vars, s.req = integrations.TemplateVars{}, integrations.TemplateRequest{}
+	s.clock, s.random = nil, nil
+	s.now, s.id, s.hasNow, s.hasID = time.Time{}, "", false, false
+	perRequestStates.Put(s)
 }
 
 // signer builds the OAuth 1 signer of a connection: the integration's
@@ -430,13 +503,14 @@ func (c *call) computeBaseURL() (*url.URL, error) {
 	raw := c.opts.BaseURLOverride
 	t := c.target()
 	if raw == "" {
-		if t.Provider.Proxy == nil || t.Provider.Proxy.BaseURL == "" {
+		tmpl := baseURLTemplate(t.Provider)
+		if tmpl == "" {
 			return nil, store.Invalid(CodeMissingBaseURL, fmt.Sprintf(
 				"The provider %s has no base URL; send Base-Url-Override (baseUrlOverride).", t.Provider.Name))
 		}
 		// Rendered safely: a connection config value, stored ones
 		// included, cannot pick the host that receives the credentials.
-		u, err := t.Provider.RenderURL(t.Provider.Proxy.BaseURL, vars(t))
+		u, err := t.Provider.RenderURL(tmpl, vars(t))
 		if err != nil {
 			return nil, baseURLError(err)
 		}
@@ -808,7 +882,7 @@ func (h *hopTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	inj := c.injection()
 	r := new(http.Request)
 	*r = *req // the caller's request is not modified: only the copy's header map and URL are new
-	r.Header = make(http.Header, len(req.Header)+len(inj.header))
+	r.Header = make(http.Header, len(req.Header)+len(inj.header)+len(inj.perRequest))
 	for k, v := range req.Header {
 		r.Header[k] = v
 	}
