@@ -159,3 +159,36 @@ func TestClientCredentialsWithoutTokenURL(t *testing.T) {
 			"credentials":{"type":"OAUTH2_CC","token":"tok-1","client_id":"id","client_secret":"secret"}}`})
 	})
 }
+
+// TestIntegrationConfigSecrets: a value for an integration_config field the
+// provider marks secret (AWS SigV4's keys) is refused in integration_config,
+// which is stored and served as it is, on create and on update, and nothing
+// changes; the same values are accepted in custom, which is sealed, and
+// neither the integration nor its listing serves them.
+func TestIntegrationConfigSecrets(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		cat := catalogWith(t, strings.Replace(awsSigV4Entry, "BASEURL", "https://aws.example.com/${connectionConfig.service}", 1))
+		bu := setup(t, b, func(cfg *connect.Config) { cfg.Providers = cat })
+		before := snapshot(t, bu)
+		r := bu.do(t, req{method: "POST", path: "/integrations", body: `{"provider":"aws-sigv4","unique_key":"aws",
+			"integration_config":{"service":"s3","awsAccessKeyId":"AKIA1","awsSecretAccessKey":"very-secret-key"}}`})
+		if r.status != 400 || !strings.Contains(string(r.raw), "awsAccessKeyId") || strings.Contains(string(r.raw), "very-secret-key") {
+			t.Errorf("a secret in integration_config: %d %s; want a 400 naming the field, without the value", r.status, r.raw)
+		}
+		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
+			t.Errorf("the refused integration was stored (-before +after):\n%s", diff)
+		}
+		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"aws-sigv4","unique_key":"aws",
+			"integration_config":{"service":"s3"},"custom":{"awsAccessKeyId":"AKIA1","awsSecretAccessKey":"very-secret-key"}}`})
+		r = bu.do(t, req{method: "PATCH", path: "/integrations/aws", body: `{"integration_config":{"service":"s3","awsSecretAccessKey":"very-secret-key"}}`})
+		if r.status != 400 || strings.Contains(string(r.raw), "very-secret-key") {
+			t.Errorf("a secret in integration_config on update: %d %s", r.status, r.raw)
+		}
+		for _, path := range []string{"/integrations/aws", "/integrations"} {
+			if got := bu.mustDo(t, 200, req{method: "GET", path: path}); strings.Contains(string(got.raw), "very-secret-key") {
+				t.Errorf("GET %s serves the secret: %s", path, got.raw)
+			}
+		}
+	})
+}

@@ -111,6 +111,11 @@ type awsSettings struct {
 	username, password     string
 }
 
+// awsSecretSetting are the settings read only from the integration's
+// custom values (sealed), never from its integration_config (served).
+var awsSecretSetting = map[string]bool{"awsAccessKeyId": true, "awsSecretAccessKey": true,
+	"stsApiKey": true, "stsAuthPassword": true}
+
 // awsSettingsOf reads the settings of an integration (opened). The
 // integration's custom values win over its integration_config; Nango's
 // custom aws_sigv4_config JSON, when present, is read instead.
@@ -118,6 +123,9 @@ func awsSettingsOf(it *integrations.Integration) (*awsSettings, error) {
 	get := func(k string) string {
 		if v := strings.TrimSpace(it.Custom[k]); v != "" {
 			return v
+		}
+		if awsSecretSetting[k] {
+			return "" // secrets only from custom, which is sealed
 		}
 		return strings.TrimSpace(it.IntegrationConfig[k])
 	}

@@ -1123,11 +1123,11 @@ func (c *Credentials) TemplateCredentials() map[string]string {
 // integration_config value; fields without one are left out.
 func integrationConfigValues(p *integrations.Provider, it *integrations.Integration) map[string]string {
 	out := map[string]string{}
-	for k := range p.IntegrationConfig {
+	for k, f := range p.IntegrationConfig {
 		if v := it.Custom[k]; strings.TrimSpace(v) != "" {
 			out[k] = v
-		} else if v := it.IntegrationConfig[k]; strings.TrimSpace(v) != "" {
-			out[k] = v
+		} else if v := it.IntegrationConfig[k]; strings.TrimSpace(v) != "" && !f.Secret {
+			out[k] = v // a secret is read only from custom, which is sealed
 		}
 	}
 	return out

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -126,6 +128,9 @@ func (s *Service) Create(ctx context.Context, environmentID int64, in CreateInpu
 	if err := validateMap(in.Config, "integration_config"); err != nil {
 		return nil, err
 	}
+	if err := noSecretConfig(p, in.Config); err != nil {
+		return nil, err
+	}
 	if err := validateMap(in.Custom, "custom"); err != nil {
 		return nil, err
 	}
@@ -231,6 +236,9 @@ func (s *Service) Update(ctx context.Context, environmentID int64, key string, i
 		}
 		if in.Config != nil {
 			if err := validateMap(*in.Config, "integration_config"); err != nil {
+				return err
+			}
+			if err := noSecretConfig(p, *in.Config); err != nil {
 				return err
 			}
 			it.IntegrationConfig = copyMap(*in.Config)
@@ -378,6 +386,20 @@ func validateMap(m map[string]string, field string) error {
 		}
 		if len(v) > 16<<10 {
 			return httpapi.InvalidField("values must be at most 16 KiB", field, k)
+		}
+	}
+	return nil
+}
+
+// noSecretConfig refuses a value in integration_config for a field the
+// provider's integration_config schema marks secret (AWS SigV4's
+// awsSecretAccessKey, for example): integration_config is stored and
+// served as it is, so secrets go in custom, which is sealed and never
+// served.
+func noSecretConfig(p *Provider, m map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if f, ok := p.IntegrationConfig[k]; ok && f.Secret && m[k] != "" {
+			return httpapi.InvalidField(fmt.Sprintf("%s is a secret: send it in custom, which is sealed and never served", k), "integration_config", k)
 		}
 	}
 	return nil
