@@ -105,7 +105,19 @@ func (h *hookSink) ofType(typ string) []map[string]any {
 
 func setupFunctions(t *testing.T, b *backend, register func(svc *connect.Service), mutate ...func(*connect.Config)) *fnBundle {
 	t.Helper()
+	return setupFunctionsAPI(t, b, register, nil, mutate...)
+}
+
+// setupFunctionsAPI is setupFunctions whose fake provider API answers with
+// handle (nil: the default answer) from the start, before a run the new
+// connection starts can call it.
+func setupFunctionsAPI(t *testing.T, b *backend, register func(svc *connect.Service), handle func(w http.ResponseWriter, r *http.Request),
+	mutate ...func(*connect.Config)) *fnBundle {
+	t.Helper()
 	api := newFnAPI(t)
+	if handle != nil {
+		api.setHandle(handle)
+	}
 	cat, err := integrations.DefaultCatalog()
 	if err != nil {
 		t.Fatal(err)

@@ -145,18 +145,20 @@ func setupSyncConfig(t *testing.T, b *backend, mutate func(*connect.Config), fns
 	if mutate != nil {
 		muts = append(muts, mutate)
 	}
-	fb := setupFunctions(t, b, func(svc *connect.Service) {
+	// The issues are served before the connection exists: its sync
+	// starts at once (auto start) and may call the API before this
+	// function returns.
+	fb := setupFunctionsAPI(t, b, func(svc *connect.Service) {
 		if err := svc.Functions().Register(fns...); err != nil {
 			t.Fatal(err)
 		}
-	}, muts...)
-	fb.api.setHandle(func(w http.ResponseWriter, r *http.Request) {
+	}, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/issues" {
 			api.serve(w, r)
 			return
 		}
 		http.NotFound(w, r)
-	})
+	}, muts...)
 	return &syncFixture{fnBundle: fb, issues: api}
 }
 
