@@ -25,11 +25,14 @@ import (
 // TestPopupAuthModesBrowser connects an MCP_OAUTH2 (dynamic registration),
 // an MCP_OAUTH2_GENERIC and a CUSTOM (GitHub App OAuth) integration in
 // headless Chromium through @nangohq/frontend's nango.auth(key) popup and
-// WebSocket, against the reference server with real providers.yaml entries
-// pointed at a fake MCP server, authorization server and GitHub App; then
+// WebSocket, then those three and an INSTALL_PLUGIN one (a Crisp plugin)
+// through the pre-built connect UI opened from a connect_link, against the
+// reference server with real providers.yaml entries pointed at a fake MCP
+// server, authorization server, GitHub App and Crisp marketplace; then
 // proxies a request through each connection (the fake checks the Bearer
-// token) and forces a refresh (the fake checks the registered client, the
-// resource and the app JWT).
+// token, or the plugin's Basic credentials) and forces a refresh of the
+// OAuth ones (the fake checks the registered client, the resource and the
+// app JWT).
 func TestPopupAuthModesBrowser(t *testing.T) {
 	bs := newBrowserSuite(t)
 
@@ -48,6 +51,8 @@ func TestPopupAuthModesBrowser(t *testing.T) {
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "github-app-oauth", "provider": "github-app-oauth",
 		"credentials": map[string]any{"type": "CUSTOM", "client_id": "gh-client", "client_secret": "gh-secret",
 			"app_id": "4242", "app_link": fake.srv.URL + "/apps/fake-gh", "private_key": pemKey}})
+	api.mustCreateIntegration(t, map[string]any{"unique_key": "crisp-plugin-install", "provider": "crisp-plugin-install",
+		"custom": map[string]any{"app_link": fake.srv.URL + "/crisp/install", "username": crispPluginID, "password": crispPluginKey}})
 
 	results := filepath.Join(t.TempDir(), "results.json")
 	bs.run(t, rs, "authmodes-popup.test.mjs", "E2E_PAGE_URL="+bs.pageURL(t), "E2E_POPUP_RESULTS="+results, "E2E_MCP_SERVER_URL="+fake.srv.URL+"/mcp")
@@ -56,15 +61,20 @@ func TestPopupAuthModesBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the browser test wrote no results: %v", err)
 	}
-	var made map[string]string // integration -> connection id
+	// integration -> connection id; "ui/" + integration for the connect UI's.
+	var made map[string]string
 	if err := json.Unmarshal(raw, &made); err != nil {
 		t.Fatalf("results %s: %v", raw, err)
 	}
-	for _, key := range []string{"airtable-mcp", "mcp-generic", "github-app-oauth"} {
-		id := made[key]
+	for _, result := range []string{"airtable-mcp", "mcp-generic", "github-app-oauth",
+		"ui/airtable-mcp", "ui/mcp-generic", "ui/github-app-oauth", "ui/crisp-plugin-install"} {
+		id, key := made[result], strings.TrimPrefix(result, "ui/")
 		if id == "" {
-			t.Errorf("no %s connection was made", key)
+			t.Errorf("no %s connection was made", result)
 			continue
+		}
+		if key != result && id == made[key] {
+			t.Errorf("%s: the connect UI reported the connection %s of nango.auth", result, id)
 		}
 		conn := func(q string) map[string]any {
 			status, out := api.do(t, http.MethodGet, "/connections/"+url.PathEscape(id)+"?provider_config_key="+key+q, nil)
@@ -81,6 +91,36 @@ func TestPopupAuthModesBrowser(t *testing.T) {
 			}
 			s, _ := cr["access_token"].(string)
 			return s
+		}
+		if key == "crisp-plugin-install" {
+			// The plugin's requests carry the integration's plugin
+			// credentials; the install sent back the website.
+			m := conn("")
+			cr, _ := m["credentials"].(map[string]any)
+			cfg, _ := m["connection_config"].(map[string]any)
+			if cr["type"] != "BASIC" || cr["username"] != crispPluginID || cfg["website_id"] != crispWebsiteID {
+				t.Errorf("%s: connection %v", result, m)
+			}
+			calls := fake.basicCalls()
+			req, _ := http.NewRequest(http.MethodGet, rs.host+"/proxy/v1/plugin/connect/account", nil)
+			req.Header.Set("Authorization", "Bearer "+rs.apiKey)
+			req.Header.Set("Connection-Id", id)
+			req.Header.Set("Provider-Config-Key", key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || fake.basicCalls() != calls+1 {
+				t.Errorf("%s: proxy answered %d; the plugin API accepted %d calls, want %d", result, resp.StatusCode, fake.basicCalls(), calls+1)
+			}
+			continue
+		}
+		if key == "mcp-generic" {
+			cfg, _ := conn("")["connection_config"].(map[string]any)
+			if cfg["mcp_server_url"] != fake.srv.URL+"/mcp" {
+				t.Errorf("%s: mcp_server_url %v", result, cfg["mcp_server_url"])
+			}
 		}
 		before := token(conn(""))
 		path := "/proxy/mcp"
@@ -100,11 +140,11 @@ func TestPopupAuthModesBrowser(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != 200 || fake.lastBearer() != before {
-			t.Errorf("%s: proxy answered %d, upstream saw Bearer %q, want %q", key, resp.StatusCode, fake.lastBearer(), before)
+			t.Errorf("%s: proxy answered %d, upstream saw Bearer %q, want %q", result, resp.StatusCode, fake.lastBearer(), before)
 		}
 		after := token(conn("&force_refresh=true"))
 		if after == "" || after == before {
-			t.Errorf("%s: a forced refresh kept the token %q", key, after)
+			t.Errorf("%s: a forced refresh kept the token %q", result, after)
 		}
 	}
 	fake.check(t)
@@ -174,11 +214,34 @@ github-app-oauth:
             type: string
             title: Installation ID
             automated: true
+crisp-plugin-install:
+    display_name: Crisp (Plugin Install)
+    auth_mode: INSTALL_PLUGIN
+    auth_type: BASIC
+    redirect_uri_metadata:
+        - website_id
+    proxy:
+        base_url: FAKE
+        headers:
+            x-crisp-tier: plugin
+        verification:
+            method: GET
+            endpoints:
+                - /v1/plugin/connect/account
 `
+
+// The Crisp plugin's credentials (the integration's custom username and
+// password) and the website its fake marketplace installs it on.
+const (
+	crispPluginID  = "plugin-identifier"
+	crispPluginKey = "plugin-key"
+	crispWebsiteID = "w-42"
+)
 
 // popupFake is an MCP server with its authorization server (RFC 9728 and
 // RFC 8414 metadata, RFC 7591 registration, authorize with PKCE, token)
-// and a GitHub App, checking what they receive.
+// a GitHub App and a Crisp plugin marketplace and API, checking what they
+// receive.
 type popupFake struct {
 	srv      *httptest.Server
 	key      *rsa.PrivateKey
@@ -191,6 +254,7 @@ type popupFake struct {
 	tokens  map[string]bool
 	refresh map[string]string
 	bearer  string
+	basic   int // plugin API calls with the plugin's credentials
 	errs    []string
 }
 
@@ -304,6 +368,29 @@ func newPopupFake(t *testing.T) *popupFake {
 		f.tokens[tok] = true
 		js(w, 201, map[string]any{"token": tok, "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
 	})
+	mux.HandleFunc("GET /crisp/install", func(w http.ResponseWriter, r *http.Request) {
+		state := r.URL.Query().Get("state")
+		if state == "" {
+			f.mu.Lock()
+			f.errs = append(f.errs, "plugin install link without a state: "+r.URL.RawQuery)
+			f.mu.Unlock()
+			http.Error(w, "no state", http.StatusBadRequest)
+			return
+		}
+		http.Redirect(w, r, f.callback+"?website_id="+crispWebsiteID+"&state="+url.QueryEscape(state), http.StatusFound)
+	})
+	mux.HandleFunc("GET /v1/plugin/connect/account", func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !ok || user != crispPluginID || pass != crispPluginKey || r.Header.Get("X-Crisp-Tier") != "plugin" {
+			f.errs = append(f.errs, fmt.Sprintf("plugin API call as %q (basic %v), tier %q", user, ok, r.Header.Get("X-Crisp-Tier")))
+			w.WriteHeader(401)
+			return
+		}
+		f.basic++
+		js(w, 200, map[string]any{"error": false, "data": map[string]any{"website_id": crispWebsiteID}})
+	})
 	upstream := func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		f.mu.Lock()
@@ -331,6 +418,12 @@ func (f *popupFake) lastBearer() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.bearer
+}
+
+func (f *popupFake) basicCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.basic
 }
 
 func (f *popupFake) check(t *testing.T) {

@@ -61,6 +61,17 @@
 // server's error in the form and storing nothing. It runs only with E2E_TOKENS=1, as the other
 // e2e/browser/authmodes-*.test.mjs files run only with their own variables.
 //
+// TestPopupAuthModesBrowser (authmodes_popup_test.go) starts the server with Nango's entries
+// of airtable-mcp (MCP_OAUTH2), mcp-generic (MCP_OAUTH2_GENERIC), github-app-oauth (CUSTOM) and
+// crisp-plugin-install (INSTALL_PLUGIN) pointed at one fake: an MCP server with its
+// authorization server (metadata, dynamic registration, PKCE), a GitHub App and a Crisp
+// marketplace and plugin API, each checking what it receives. e2e/browser/authmodes-popup.test.mjs
+// connects the first three with @nangohq/frontend's nango.auth() popup, then all four through
+// the connect UI opened from a connect_link (the form shows mcp-generic's mcp_server_url field
+// from its schema and refuses a value off its pattern; the others have no field), each up to
+// the success screen; the Go test then proxies through every connection (the Bearer token, or
+// the plugin's Basic credentials) and forces a refresh of the OAuth ones.
+//
 // TestEmbeddedUnderPrefix (embedded_test.go) embeds the library as the README's "Embed it"
 // section shows: in the test process, on a fresh Postgres database, svc.Handler() is mounted
 // under /connect of a host application's ServeMux with http.StripPrefix, and Config.PublicURL
