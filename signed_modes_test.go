@@ -1,17 +1,12 @@
 package connect_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
+	"github.com/embedauth/connect/internal/sigcheck"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,62 +20,6 @@ import (
 // The fakes of this file check signatures with their own implementations
 // of OAuth 1 (RFC 5849, HMAC-SHA256) and AWS Signature Version 4, written
 // from the specifications, not with the code under test.
-
-// pctEncode is RFC 3986 percent-encoding (unreserved characters kept).
-func pctEncode(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
-// checkOAuth1HMAC256 verifies the OAuth 1 HMAC-SHA256 signature of r
-// (whose scheme and host are base's) and returns its realm, consumer key
-// and token, or an error.
-func checkOAuth1HMAC256(r *http.Request, base, consumerSecret, tokenSecret string) (realm, consumer, token string, err error) {
-	h, ok := strings.CutPrefix(r.Header.Get("Authorization"), "OAuth ")
-	if !ok {
-		return "", "", "", fmt.Errorf("no OAuth header: %q", r.Header.Get("Authorization"))
-	}
-	params := map[string]string{}
-	for _, part := range strings.Split(h, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
-		uv, uerr := url.PathUnescape(strings.Trim(v, `"`))
-		if uerr != nil {
-			return "", "", "", uerr
-		}
-		params[k] = uv
-	}
-	if params["oauth_signature_method"] != "HMAC-SHA256" {
-		return "", "", "", fmt.Errorf("signature method %q", params["oauth_signature_method"])
-	}
-	var pairs []string
-	for k, v := range params {
-		if k == "oauth_signature" || k == "realm" {
-			continue
-		}
-		pairs = append(pairs, pctEncode(k)+"="+pctEncode(v))
-	}
-	for k, vs := range r.URL.Query() {
-		for _, v := range vs {
-			pairs = append(pairs, pctEncode(k)+"="+pctEncode(v))
-		}
-	}
-	sort.Strings(pairs)
-	baseString := r.Method + "&" + pctEncode(base+r.URL.Path) + "&" + pctEncode(strings.Join(pairs, "&"))
-	mac := hmac.New(sha256.New, []byte(pctEncode(consumerSecret)+"&"+pctEncode(tokenSecret)))
-	mac.Write([]byte(baseString))
-	if want := base64.StdEncoding.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(want), []byte(params["oauth_signature"])) {
-		return "", "", "", fmt.Errorf("bad signature")
-	}
-	return params["realm"], params["oauth_consumer_key"], params["oauth_token"], nil
-}
 
 // fakeNetSuite answers GET requests signed with the right consumer and
 // token; it records what it saw.
@@ -98,8 +37,8 @@ func newFakeNetSuite(t *testing.T) *fakeNetSuite {
 		tokens: map[string]string{"tok-id": "tok-secret"}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Get("Authorization")
-		ck := oauthParam(h, "oauth_consumer_key")
-		tk := oauthParam(h, "oauth_token")
+		ck := sigcheck.OAuthParam(h, "oauth_consumer_key")
+		tk := sigcheck.OAuthParam(h, "oauth_token")
 		f.mu.Lock()
 		cs, okc := f.consumer[ck]
 		ts, okt := f.tokens[tk]
@@ -108,7 +47,7 @@ func newFakeNetSuite(t *testing.T) *fakeNetSuite {
 			http.Error(w, `{"error":"unknown consumer or token"}`, 401)
 			return
 		}
-		realm, _, _, err := checkOAuth1HMAC256(r, "http://"+r.Host, cs, ts)
+		realm, _, _, err := sigcheck.OAuth1HMACSHA256(r, "http://"+r.Host, cs, ts)
 		if err != nil {
 			http.Error(w, `{"error":"`+err.Error()+`"}`, 401)
 			return
@@ -121,17 +60,6 @@ func newFakeNetSuite(t *testing.T) *fakeNetSuite {
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
-}
-
-func oauthParam(h, name string) string {
-	for _, part := range strings.Split(strings.TrimPrefix(h, "OAuth "), ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
-		if k == name {
-			s, _ := url.PathUnescape(strings.Trim(v, `"`))
-			return s
-		}
-	}
-	return ""
 }
 
 func (f *fakeNetSuite) calls() []string {
@@ -266,83 +194,6 @@ func listConnections(t *testing.T, bu *bundle) []*connections.Connection {
 	return l
 }
 
-// sigV4Check verifies the AWS Signature Version 4 of r for the secret
-// key, written from AWS's specification: canonical request, string to
-// sign, derived key. It returns the access key id, region and service of
-// the credential scope.
-func sigV4Check(r *http.Request, body []byte, secretOf func(akid string) (string, bool)) (akid, region, service string, err error) {
-	auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ")
-	if !ok {
-		return "", "", "", fmt.Errorf("no SigV4 Authorization: %q", r.Header.Get("Authorization"))
-	}
-	fields := map[string]string{}
-	for _, part := range strings.Split(auth, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
-		fields[k] = v
-	}
-	scope := strings.Split(fields["Credential"], "/")
-	if len(scope) != 5 || scope[4] != "aws4_request" {
-		return "", "", "", fmt.Errorf("credential %q", fields["Credential"])
-	}
-	akid, date, region, service := scope[0], scope[1], scope[2], scope[3]
-	secret, ok := secretOf(akid)
-	if !ok {
-		return "", "", "", fmt.Errorf("unknown access key %s", akid)
-	}
-	amzDate := r.Header.Get("X-Amz-Date")
-	if !strings.HasPrefix(amzDate, date) {
-		return "", "", "", fmt.Errorf("date %q, scope %q", amzDate, date)
-	}
-	signed := strings.Split(fields["SignedHeaders"], ";")
-	var ch strings.Builder
-	for _, h := range signed {
-		var v string
-		switch h {
-		case "host":
-			v = r.Host
-		case "content-length":
-			v = strconv.FormatInt(r.ContentLength, 10)
-		default:
-			v = strings.Join(r.Header.Values(h), ",")
-		}
-		ch.WriteString(h + ":" + strings.Join(strings.Fields(v), " ") + "\n")
-	}
-	q := r.URL.Query()
-	var qs []string
-	for k, vs := range q {
-		for _, v := range vs {
-			qs = append(qs, pctEncode(k)+"="+pctEncode(v))
-		}
-	}
-	sort.Strings(qs)
-	var segs []string
-	for _, s := range strings.Split(r.URL.Path, "/") {
-		segs = append(segs, pctEncode(s))
-	}
-	path := strings.Join(segs, "/")
-	if service != "s3" { // every service but S3 encodes the path twice
-		segs = segs[:0]
-		for _, s := range strings.Split(path, "/") {
-			segs = append(segs, pctEncode(s))
-		}
-		path = strings.Join(segs, "/")
-	}
-	sum := sha256.Sum256(body)
-	creq := strings.Join([]string{r.Method, path, strings.Join(qs, "&"), ch.String(), fields["SignedHeaders"], hex.EncodeToString(sum[:])}, "\n")
-	cs := sha256.Sum256([]byte(creq))
-	sts := strings.Join([]string{"AWS4-HMAC-SHA256", amzDate, strings.Join(scope[1:], "/"), hex.EncodeToString(cs[:])}, "\n")
-	mac := func(key []byte, s string) []byte {
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(s))
-		return m.Sum(nil)
-	}
-	k := mac(mac(mac(mac([]byte("AWS4"+secret), date), region), service), "aws4_request")
-	if want := hex.EncodeToString(mac(k, sts)); want != fields["Signature"] {
-		return "", "", "", fmt.Errorf("bad signature")
-	}
-	return akid, region, service, nil
-}
-
 // fakeAWS is an STS (AssumeRole with the integration's keys,
 // GetCallerIdentity with temporary ones) and an API that accepts requests
 // signed with the latest temporary credentials and their session token.
@@ -366,7 +217,7 @@ func newFakeAWS(t *testing.T, now func() time.Time) *fakeAWS {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if r.Method == http.MethodPost {
-			akid, region, service, err := sigV4Check(r, body, func(a string) (string, bool) { return "owner-secret", a == "AKIAOWNER" })
+			akid, region, service, err := sigcheck.SigV4(r, body, func(a string) (string, bool) { return "owner-secret", a == "AKIAOWNER" })
 			form, _ := url.ParseQuery(string(body))
 			if err != nil || service != "sts" || "/"+region+"/" != r.URL.Path || form.Get("Action") != "AssumeRole" || akid != "AKIAOWNER" {
 				http.Error(w, fmt.Sprintf("<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code><Message>%v</Message></Error></ErrorResponse>", err), 403)
@@ -416,7 +267,7 @@ func newFakeAWS(t *testing.T, now func() time.Time) *fakeAWS {
 // checkTemp verifies a request signed with the latest temporary
 // credentials and their session token. f.mu is held.
 func (f *fakeAWS) checkTemp(r *http.Request, body []byte) (string, string, string, error) {
-	akid, region, service, err := sigV4Check(r, body, func(a string) (string, bool) {
+	akid, region, service, err := sigcheck.SigV4(r, body, func(a string) (string, bool) {
 		c, ok := f.temp[a]
 		return c[0], ok && a == f.latest
 	})

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/embedauth/connect/internal/sigcheck"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -419,7 +420,7 @@ func duoCanonicalParams(r recordedRequest) (string, error) {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = pctEncode(k) + "=" + pctEncode(params[k])
+		parts[i] = sigcheck.PercentEncode(k) + "=" + sigcheck.PercentEncode(params[k])
 	}
 	return strings.Join(parts, "&"), nil
 }
@@ -439,7 +440,7 @@ func sigV4Of(r recordedRequest, akid, secret, region, service string) []string {
 	if p, err := url.PathUnescape(r.Path); err == nil {
 		hr.URL.Path = p
 	}
-	gotKey, gotRegion, gotService, err := sigV4Check(hr, r.Body, func(k string) (string, bool) { return secret, k == akid })
+	gotKey, gotRegion, gotService, err := sigcheck.SigV4(hr, r.Body, func(k string) (string, bool) { return secret, k == akid })
 	switch {
 	case err != nil:
 		problems = append(problems, "SigV4: "+err.Error())
