@@ -45,27 +45,35 @@ const (
 //     injecting proxy (with a pooled copy buffer, as the proxy has);
 //   - proxy: svc.Handler() on Postgres, as @nangohq/node's get() calls it
 //     (API key, Connection-Id, Provider-Config-Key, Base-Url-Override and
-//     Nango-Activity-Log-Id empty): authentication, the connection's
-//     credentials from the Store (remembered for Config.ProxyCacheTTL, the
-//     default 5 s), the base URL template, the injected bearer token;
+//     Nango-Activity-Log-Id empty), of a started Service with its defaults,
+//     as the reference server runs it: authentication, the connection's
+//     credentials from the Store (cached, following the change feed, for
+//     up to Config.ProxyCacheMaxAge), the base URL template, the injected
+//     bearer token;
+//   - proxy_ttl: the same through a Service that is not started, so that
+//     it does not follow the change feed and reads every connection in use
+//     again every Config.ProxyCacheTTL (the default 5 s, so once or twice
+//     in a run);
 //   - proxy_nocache: the same with ProxyCacheTTL -1, so that every request
 //     reads and decrypts its connection from Postgres;
-//   - proxy_signed: the proxy (cached) for a provider whose headers are
+//   - proxy_signed: the proxy (started) for a provider whose headers are
 //     computed for each request (a sha256Hex signature over the method,
 //     path and a credential, a date, a random request id).
 //
-// The sub-benchmarks bare, proxy, proxy_nocache and proxy_signed run one
-// variant each (for profiles); throughput runs the four interleaved, in
-// an order drawn anew for each block, and compares them.
+// The sub-benchmarks bare, proxy, proxy_ttl, proxy_nocache and
+// proxy_signed run one variant each (for profiles); throughput runs the
+// five interleaved, in an order drawn anew for each block, and compares
+// them.
 // The client sends all of them the same request (the bare proxy forwards
 // every header of it, as a bare reverse proxy does). Each goes through its
 // own httptest server and a keep-alive client with
 // proxyBenchWorkers requests in flight, each request for a random one of
-// proxyBenchConnections connections. The four run interleaved in blocks
+// proxyBenchConnections connections. The five run interleaved in blocks
 // so that they share the machine's load; b.N is the number of requests of
 // each. It reports bare-req/s, proxy-req/s, ratio (proxy / bare, the goal
-// is at least 0.9), nocache-req/s, nocache-ratio, signed-req/s and
-// signed-ratio (the goal is at least 0.85), and the CPU per request.
+// is at least 0.9), ttl-req/s, ttl-ratio, nocache-req/s, nocache-ratio,
+// signed-req/s and signed-ratio (the goal is at least 0.85), and the CPU
+// per request.
 //
 // stream_1GiB streams 1 GiB from the upstream through the proxy with a
 // constant-size buffer on each side, and reports the largest heap growth
@@ -78,7 +86,7 @@ func BenchmarkProxy(b *testing.B) {
 	for _, v := range []struct {
 		name string
 		do   func(i int) error
-	}{{"bare", f.bare}, {"proxy", f.proxy(f.cached)}, {"proxy_nocache", f.proxy(f.uncached)}, {"proxy_signed", f.signed}} {
+	}{{"bare", f.bare}, {"proxy", f.proxy(f.cached)}, {"proxy_ttl", f.proxy(f.ttl)}, {"proxy_nocache", f.proxy(f.uncached)}, {"proxy_signed", f.signed}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			d, err := runConcurrent(b.N, proxyBenchWorkers, v.do)
@@ -95,6 +103,7 @@ func BenchmarkProxy(b *testing.B) {
 		}{
 			{"bare", f.bare},
 			{"proxy", f.proxy(f.cached)},
+			{"proxy_ttl", f.proxy(f.ttl)},
 			{"proxy_nocache", f.proxy(f.uncached)},
 			{"proxy_signed", f.signed},
 		}
@@ -130,23 +139,26 @@ func BenchmarkProxy(b *testing.B) {
 		perReq := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 		b.ReportMetric(perReq(cpu[0]), "bare-cpu-µs/req")
 		b.ReportMetric(perReq(cpu[1]), "proxy-cpu-µs/req")
-		b.ReportMetric(perReq(cpu[3]), "signed-cpu-µs/req")
+		b.ReportMetric(perReq(cpu[4]), "signed-cpu-µs/req")
 		rate := func(d time.Duration) float64 { return float64(b.N) / d.Seconds() }
-		bare, prox, nocache := rate(spent[0]), rate(spent[1]), rate(spent[2])
+		bare, prox, ttl, nocache := rate(spent[0]), rate(spent[1]), rate(spent[2]), rate(spent[3])
 		b.ReportMetric(bare, "bare-req/s")
 		b.ReportMetric(prox, "proxy-req/s")
 		b.ReportMetric(prox/bare, "ratio")
+		b.ReportMetric(ttl, "ttl-req/s")
+		b.ReportMetric(ttl/bare, "ttl-ratio")
 		b.ReportMetric(nocache, "nocache-req/s")
 		b.ReportMetric(nocache/bare, "nocache-ratio")
-		signed := rate(spent[3])
+		signed := rate(spent[4])
 		b.ReportMetric(signed, "signed-req/s")
 		b.ReportMetric(signed/bare, "signed-ratio")
 		if b.N >= proxyBenchBlock {
 			fmt.Printf("proxy throughput (%d in flight, N=%d each): bare ReverseProxy %.0f req/s, proxy %.0f req/s, ratio %.2f (goal >= 0.9); "+
-				"without the connection cache %.0f req/s, ratio %.2f; with headers computed per request (sha256Hex, now, random) %.0f req/s, ratio %.2f (goal >= 0.85)\n",
-				proxyBenchWorkers, b.N, bare, prox, prox/bare, nocache, nocache/bare, signed, signed/bare)
-			fmt.Printf("CPU of this process per request (client, proxies and upstream together; Postgres not counted): bare %.1f µs, proxy %.1f µs, proxy_nocache %.1f µs, proxy_signed %.1f µs; upstream connections opened so far: %d\n",
-				perReq(cpu[0]), perReq(cpu[1]), perReq(cpu[2]), perReq(cpu[3]), upstreamConns.Load())
+				"with headers computed per request (sha256Hex, now, random) %.0f req/s, ratio %.2f (goal >= 0.85); "+
+				"Service not started (cache on ProxyCacheTTL only) %.0f req/s, ratio %.2f; without the connection cache %.0f req/s, ratio %.2f\n",
+				proxyBenchWorkers, b.N, bare, prox, prox/bare, signed, signed/bare, ttl, ttl/bare, nocache, nocache/bare)
+			fmt.Printf("CPU of this process per request (client, proxies and upstream together; Postgres not counted): bare %.1f µs, proxy %.1f µs, proxy_ttl %.1f µs, proxy_nocache %.1f µs, proxy_signed %.1f µs; upstream connections opened so far: %d\n",
+				perReq(cpu[0]), perReq(cpu[1]), perReq(cpu[2]), perReq(cpu[3]), perReq(cpu[4]), upstreamConns.Load())
 		}
 	})
 	b.Run("stream_1GiB", func(b *testing.B) {
@@ -177,8 +189,10 @@ type proxyBench struct {
 	client    *http.Client
 	bareURL   string
 	cachedURL string
+	ttlURL    string
 	nocache   string
-	cached    string
+	cached    string // API keys of the three Services
+	ttl       string
 	uncached  string
 }
 
@@ -263,11 +277,12 @@ func newProxyBench(b *testing.B) *proxyBench {
 		b.Fatal(err)
 	}
 	f := &proxyBench{bareURL: bare.URL}
-	for _, v := range []struct {
-		ttl time.Duration
-		url *string
-		key *string
-	}{{0, &f.cachedURL, &f.cached}, {-1, &f.nocache, &f.uncached}} {
+	for i, v := range []struct {
+		ttl   time.Duration
+		start bool // as the reference server does: the cache follows the change feed
+		url   *string
+		key   *string
+	}{{0, true, &f.cachedURL, &f.cached}, {0, false, &f.ttlURL, &f.ttl}, {-1, false, &f.nocache, &f.uncached}} {
 		sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{})
 		if err != nil {
 			b.Fatal(err)
@@ -278,7 +293,7 @@ func newProxyBench(b *testing.B) *proxyBench {
 		if err != nil {
 			b.Fatal(err)
 		}
-		name := "bench-" + strconv.Itoa(int(v.ttl))
+		name := "bench-" + strconv.Itoa(i)
 		env, err := svc.Environments().Create(ctx, environments.CreateInput{Name: name})
 		if err != nil {
 			b.Fatal(err)
@@ -293,6 +308,12 @@ func newProxyBench(b *testing.B) *proxyBench {
 				b.Fatal(err)
 			}
 			seedProxyConnections(b, svc, env.ID, in[1])
+		}
+		if v.start {
+			if err := svc.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = svc.Stop(context.Background()) })
 		}
 		srv := httptest.NewServer(svc.Handler())
 		b.Cleanup(srv.Close)
@@ -370,10 +391,7 @@ func (f *proxyBench) bare(int) error {
 }
 
 func (f *proxyBench) proxy(key string) func(i int) error {
-	u := f.cachedURL
-	if key == f.uncached {
-		u = f.nocache
-	}
+	u := map[string]string{f.cached: f.cachedURL, f.ttl: f.ttlURL, f.uncached: f.nocache}[key]
 	return func(int) error {
 		return f.get(u+"/proxy/user", f.authed(rand.IntN(proxyBenchConnections), key))
 	}

@@ -84,7 +84,16 @@ func (e *TemplateError) Error() string {
 
 // ParseTemplate parses a template. The error of a template that does not
 // parse is a *TemplateError that says what is wrong and where.
+//
+// A Template is immutable and safe for concurrent use; ParseTemplate
+// returns the same *Template for the same source while it remembers it
+// (templates come from provider data, a bounded set), so that every
+// connection of a provider shares its templates' trees.
 func ParseTemplate(s string) (*Template, error) {
+	return parseCached(s)
+}
+
+func parseTemplate(s string) (*Template, error) {
 	if len(s) > MaxTemplateLen {
 		return nil, &TemplateError{Template: s, Pos: MaxTemplateLen, Problem: fmt.Sprintf("longer than %d bytes", MaxTemplateLen)}
 	}
@@ -112,33 +121,38 @@ func ParseTemplate(s string) (*Template, error) {
 }
 
 // templateCache holds parsed templates by source. Templates come from
-// provider data, a bounded set; past cacheMax entries new ones are parsed
-// each time.
+// provider data, a bounded set; past cacheMax entries or cacheMaxBytes of
+// sources, new ones are parsed each time.
 var templateCache sync.Map // string -> *Template
 
 var templateCacheLen struct {
 	sync.Mutex
-	n int
+	n, bytes int
 }
 
-const cacheMax = 8192
+const (
+	cacheMax      = 8192
+	cacheMaxBytes = 4 << 20
+)
 
 // parseCached parses s once and remembers it.
 func parseCached(s string) (*Template, error) {
 	if t, ok := templateCache.Load(s); ok {
 		return t.(*Template), nil
 	}
-	t, err := ParseTemplate(s)
+	t, err := parseTemplate(s)
 	if err != nil {
 		return nil, err
 	}
 	templateCacheLen.Lock()
-	if templateCacheLen.n < cacheMax {
-		if _, loaded := templateCache.LoadOrStore(s, t); !loaded {
-			templateCacheLen.n++
+	defer templateCacheLen.Unlock()
+	if templateCacheLen.n < cacheMax && templateCacheLen.bytes+len(s) <= cacheMaxBytes {
+		if prev, loaded := templateCache.LoadOrStore(s, t); loaded {
+			return prev.(*Template), nil
 		}
+		templateCacheLen.n++
+		templateCacheLen.bytes += len(s)
 	}
-	templateCacheLen.Unlock()
 	return t, nil
 }
 

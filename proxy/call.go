@@ -484,19 +484,34 @@ func (p *Proxy) signer(t *Target, cr *connections.Credentials, v integrations.Te
 // filled from the connection. The URL returned must not be modified.
 func (c *call) baseURL() (*url.URL, error) {
 	if c.opts.BaseURLOverride != "" {
-		return c.computeBaseURL()
+		return c.checkedBaseURL()
 	}
 	t := c.target()
 	if b := t.base.Load(); b != nil {
 		return b.u, b.err // shared: callers do not modify it
 	}
-	u, err := c.computeBaseURL()
+	u, err := c.checkedBaseURL()
 	if err == nil {
 		t.base.Store(&baseResult{u: u})
 	} else {
 		t.base.Store(&baseResult{err: err})
 	}
 	return u, err
+}
+
+// checkedBaseURL is computeBaseURL whose host the address policy allows
+// (a literal IP address it refuses is refused here; names are checked
+// when dialled). Calls go to the base URL's host, so that a base URL
+// remembered with the Target needs no check per call.
+func (c *call) checkedBaseURL() (*url.URL, error) {
+	u, err := c.computeBaseURL()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.p.cfg.Policy.CheckHost(u.Hostname()); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 func (c *call) computeBaseURL() (*url.URL, error) {

@@ -79,7 +79,7 @@ func (p *Proxy) Pack(t *Target) Packed {
 		// not packed: the target is kept as it is.
 		return Packed{full: t}
 	}
-	u, err := (&call{p: p, t: t}).computeBaseURL()
+	u, err := (&call{p: p, t: t}).checkedBaseURL()
 	if err != nil || u.User != nil { // parseBaseURL refuses user info: not packed
 		return Packed{full: t}
 	}
