@@ -745,6 +745,44 @@ func TestInstallPluginPopup(t *testing.T) {
 	})
 }
 
+// TestPopupModesOwnAppDoesNotApply: a connect session that asks the end
+// user for their own OAuth app (empty oauth_client_id_override and
+// oauth_client_secret_override) does not ask it of a plugin installation
+// nor of an MCP server whose client is registered per flow: both connect
+// without one, own-app values sent anyway are refused (400 url_param_err,
+// nothing stored), and the connection config never gets the keys.
+func TestPopupModesOwnAppDoesNotApply(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		f := newMCPFake(t)
+		bu := popupSetup(t, b, f)
+		for _, key := range []string{"crisp", "amcp"} {
+			tok := bu.session(t, `{"tags":{"end_user_id":"u1"},"integrations_config_defaults":{"`+key+`":{"connection_config":
+				{"oauth_client_id_override":"","oauth_client_secret_override":""}}}}`)
+			p := bu.browser(t).open(t, connectURL(key, tok, "credentials%5Boauth_client_id_override%5D=own-client&credentials%5Boauth_client_secret_override%5D=own-secret"))
+			if p.status != 400 || p.errorType() != "url_param_err" {
+				t.Fatalf("%s with own app values: %d %v", key, p.status, p.msg)
+			}
+			r := bu.mustDo(t, 200, req{method: "GET", path: "/connections?integrationId=" + key})
+			if n := len(r.obj()["connections"].([]any)); n != 0 {
+				t.Fatalf("%s: %d connections after a refused flow", key, n)
+			}
+			id := popupConnect(t, bu, key, tok, "")
+			c := getConn(t, bu, key, id, "")
+			cfg, _ := c["connection_config"].(map[string]any)
+			if _, ok := cfg["oauth_client_id_override"]; ok {
+				t.Errorf("%s: connection config %v", key, cfg)
+			}
+		}
+		// An OAuth 2 provider with a static client still asks for it.
+		tok := bu.session(t, `{"tags":{"end_user_id":"u1"},"integrations_config_defaults":{"asmcp":{"connection_config":
+			{"oauth_client_id_override":"","oauth_client_secret_override":""}}}}`)
+		if p := bu.browser(t).open(t, connectURL("asmcp", tok, "")); p.status != 400 || p.errorType() != "url_param_err" {
+			t.Fatalf("static MCP client without own app values: %d %v", p.status, p.msg)
+		}
+	})
+}
+
 // TestPopupModesImport: POST /connections imports each popup mode, and
 // the imported MCP_OAUTH2_GENERIC connection refreshes at the token
 // endpoint of its oauth_metadata with its oauth_client_info's client.

@@ -85,8 +85,8 @@ func mcpDynamic(p *integrations.Provider) bool {
 }
 
 // checkMCPClient checks the client of an MCP flow: a static client needs
-// the integration's client id; a dynamic one is registered per flow, and
-// the client registered must not be replaced by the end user's own app.
+// the integration's client id; a dynamic one is registered per flow (and
+// no own app applies: OwnAppApplies).
 func checkMCPClient(p *integrations.Provider, c *oauthClient, key string) error {
 	switch {
 	case p.ClientRegistration == "cimd":
@@ -95,8 +95,6 @@ func checkMCPClient(p *integrations.Provider, c *oauthClient, key string) error 
 		if c.id == "" {
 			return flowErr(FlowErrProviderConfig, "The integration %q has no OAuth client id.", key)
 		}
-	case c.own:
-		return flowErr(FlowErrURLParam, "The integration %q registers its OAuth client itself: an own OAuth app cannot be used.", key)
 	}
 	return nil
 }

@@ -296,6 +296,17 @@ func (ss *Sessions) integration(ctx context.Context, envID int64, key string) (*
 	return it, err
 }
 
+// OwnAppApplies reports whether an end user's own OAuth app (a connect
+// session's oauth_client_id_override and oauth_client_secret_override) can
+// take part in p's flow: not for a plugin installation (INSTALL_PLUGIN,
+// authorized with the integration's plugin credentials) nor for an MCP
+// server whose client is registered for each flow (MCP_OAUTH2 with
+// client_registration dynamic, MCP_OAUTH2_GENERIC). For those the
+// session's own-app keys do not apply and the connect UI does not ask.
+func OwnAppApplies(p *integrations.Provider) bool {
+	return p.AuthMode != integrations.AuthModeInstallPlugin && !mcpDynamic(p)
+}
+
 // flowClient picks the OAuth client of a flow: the session's preset own
 // app, the end user's own app when the session offers it, or the
 // integration's.
@@ -308,6 +319,14 @@ func (ss *Sessions) flowClient(sess *Session, it *integrations.Integration, p *i
 	d := sess.IntegrationsConfigDefaults[in.IntegrationKey].ConnectionConfig
 	presetID, offersID := d[ConfigOAuthClientIDOverride]
 	presetSecret, offersSecret := d[ConfigOAuthClientSecretOverride]
+	if !OwnAppApplies(p) {
+		// No OAuth app of the end user's can take part: the session's
+		// own-app keys do not apply, and values sent anyway are refused.
+		if in.OAuthClientID != "" || in.OAuthClientSecret != "" {
+			return nil, flowErr(FlowErrURLParam, "The integration %q has no OAuth app of the end user's: its auth mode %s does not use one.", in.IntegrationKey, p.AuthMode)
+		}
+		presetID, offersID, offersSecret = "", false, false
+	}
 	switch {
 	case presetID != "":
 		c.id, c.secret, c.own = presetID, presetSecret, true

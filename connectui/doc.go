@@ -20,7 +20,8 @@
 // connection-config fields the provider declares, such as a subdomain,
 // the end user's own OAuth app when the session's
 // integrations_config_defaults ask for it with empty
-// oauth_client_id_override and oauth_client_secret_override), and connects:
+// oauth_client_id_override and oauth_client_secret_override, and the auth
+// mode can use one: connections.OwnAppApplies), and connects:
 //
 //   - API key, Basic, client credentials and unauthenticated integrations
 //     with one POST (/api-auth/api-key/{integration}, /api-auth/basic/...,

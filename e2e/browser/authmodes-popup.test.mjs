@@ -136,8 +136,10 @@ describe('popup auth modes through the connect UI', { skip: !resultsFile && 'run
     });
 
     // openForm opens a connect_link for one integration in a new page and
-    // returns the page and the integration's form.
-    async function openForm(t, key) {
+    // returns the page and the integration's form. With ownApp the session
+    // asks the end user for their own OAuth app (empty
+    // oauth_client_id_override and oauth_client_secret_override).
+    async function openForm(t, key, { ownApp = false } = {}) {
         const context = await browser.newContext({ viewport: { width: 520, height: 900 } });
         t.after(() => context.close());
         const page = await context.newPage();
@@ -151,7 +153,15 @@ describe('popup auth modes through the connect UI', { skip: !resultsFile && 'run
         const res = await fetch(`${host}/connect/sessions`, {
             method: 'POST',
             headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
-            body: JSON.stringify({ tags: { end_user_id: `ui-popup-${key}` }, allowed_integrations: [key] }),
+            body: JSON.stringify({
+                tags: { end_user_id: `ui-popup-${key}` },
+                allowed_integrations: [key],
+                ...(ownApp && {
+                    integrations_config_defaults: {
+                        [key]: { connection_config: { oauth_client_id_override: '', oauth_client_secret_override: '' } },
+                    },
+                }),
+            }),
         });
         const json = await res.json();
         assert.equal(res.status, 201, JSON.stringify(json));
@@ -196,8 +206,10 @@ describe('popup auth modes through the connect UI', { skip: !resultsFile && 'run
         return id;
     }
 
-    it('MCP_OAUTH2: no field to fill, a dynamically registered client', async (t) => {
-        const { page, form, problems } = await openForm(t, 'airtable-mcp');
+    it('MCP_OAUTH2: no field to fill, a dynamically registered client (no own OAuth app asked for)', async (t) => {
+        // The session offers an own OAuth app, which a client registered
+        // for each flow cannot use: the form does not ask for one.
+        const { page, form, problems } = await openForm(t, 'airtable-mcp', { ownApp: true });
         assert.deepEqual(await fields(form), []);
         assert.equal(await form.locator('p.muted').first().textContent(), 'You will sign in to Airtable (MCP) and allow access.');
         await connectInPopup(page, form, 'airtable-mcp');
@@ -234,8 +246,8 @@ describe('popup auth modes through the connect UI', { skip: !resultsFile && 'run
         assert.deepEqual(problems, []);
     });
 
-    it('INSTALL_PLUGIN: the plugin install link, the website sent back', async (t) => {
-        const { page, form, problems } = await openForm(t, 'crisp-plugin-install');
+    it('INSTALL_PLUGIN: the plugin install link, the website sent back (no own OAuth app asked for)', async (t) => {
+        const { page, form, problems } = await openForm(t, 'crisp-plugin-install', { ownApp: true });
         assert.deepEqual(await fields(form), []);
         assert.equal(await form.locator('p.muted').first().textContent(), 'You will sign in to Crisp (Plugin Install) and allow access.');
         await connectInPopup(page, form, 'crisp-plugin-install');

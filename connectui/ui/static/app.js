@@ -496,6 +496,16 @@
     // installations) and those connected with one POST, at the paths
     // @nangohq/frontend uses.
     var POPUP_MODES = ['OAUTH2', 'OAUTH1', 'APP', 'CUSTOM', 'MCP_OAUTH2', 'MCP_OAUTH2_GENERIC', 'INSTALL_PLUGIN'];
+
+    // ownAppApplies says whether an end user's own OAuth app can take part
+    // in the provider's flow (the server's connections.OwnAppApplies): not
+    // for a plugin installation, nor for an MCP server whose client is
+    // registered for each flow.
+    function ownAppApplies(provider) {
+        var mode = provider.auth_mode;
+        return mode !== 'INSTALL_PLUGIN' && mode !== 'MCP_OAUTH2_GENERIC' &&
+            !(mode === 'MCP_OAUTH2' && provider.client_registration === 'dynamic');
+    }
     var POST_PATHS = {
         API_KEY: '/api-auth/api-key/',
         BASIC: '/api-auth/basic/',
@@ -590,7 +600,8 @@
                     });
                 break;
             default:
-                if (POPUP_MODES.indexOf(mode) >= 0 && defaults.oauth_client_id_override === '' && defaults.oauth_client_secret_override === '') {
+                if (POPUP_MODES.indexOf(mode) >= 0 && ownAppApplies(provider) &&
+                    defaults.oauth_client_id_override === '' && defaults.oauth_client_secret_override === '') {
                     var id = field('override', 'oauth_client_id_override', {}, t('clientId'));
                     var secret = field('override', 'oauth_client_secret_override', {}, t('clientSecret'));
                     secret.secret = true;
