@@ -3,6 +3,7 @@ package connect_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -251,6 +252,42 @@ func TestHeadlessClientCredentials(t *testing.T) {
 		last := reqs[len(reqs)-1]
 		if last.path != "/token" || last.form.Get("grant_type") != "client_credentials" || last.form.Get("audience") != "api" {
 			t.Errorf("token request %+v", last)
+		}
+	})
+}
+
+// TestClientCredentialsScopes: a client-credentials connection whose
+// config has oauth_scopes (a field okta-cc declares) asks for them as the
+// scope of its token requests, when connected and when refreshed; one
+// without asks for none.
+func TestClientCredentialsScopes(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		sb := sessionSetup(t, b)
+		lastForm := func() url.Values {
+			reqs := sb.api.requests()
+			return reqs[len(reqs)-1].form
+		}
+		for _, tc := range []struct{ query, scope string }{
+			{"params%5Boauth_scopes%5D=okta.users.read+okta.groups.read", "okta.users.read okta.groups.read"},
+			{"", ""},
+		} {
+			tok := sb.session(t, `{"tags":{}}`)
+			r := sb.auth(t, "/oauth2/auth/cc1", tok, tc.query, `{"client_id":"cc-id","client_secret":"cc-secret"}`)
+			if r.status != 200 {
+				t.Fatalf("%q: %d %s", tc.query, r.status, r.raw)
+			}
+			f := lastForm()
+			if f.Get("scope") != tc.scope || f.Has("scope") != (tc.scope != "") || f.Get("audience") != "api" {
+				t.Errorf("%q: token request %v", tc.query, f)
+			}
+			id := r.obj()["connectionId"].(string)
+			if _, err := sb.svc.Connections().Get(t.Context(), sb.env.ID, "cc1", id, connections.GetOptions{ForceRefresh: true}); err != nil {
+				t.Fatal(err)
+			}
+			if f := lastForm(); f.Get("grant_type") != "client_credentials" || f.Get("scope") != tc.scope || f.Has("scope") != (tc.scope != "") {
+				t.Errorf("%q: refresh request %v", tc.query, f)
+			}
 		}
 	})
 }

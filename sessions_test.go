@@ -117,7 +117,8 @@ func sessionCatalog(t *testing.T, f *fakeAPI) *integrations.Catalog {
 			Proxy:       &integrations.Proxy{BaseURL: f.srv.URL, Headers: map[string]string{"Authorization": "Bearer ${apiKey}"}},
 			Credentials: apiKey},
 		&integrations.Provider{Name: "fake-cc", DisplayName: "Fake CC", AuthMode: integrations.AuthModeOAuth2CC,
-			TokenURL: f.srv.URL + "/token", TokenParams: map[string]string{"audience": "api"}, TokenResponseMetadata: []string{"instance"}},
+			TokenURL: f.srv.URL + "/token", TokenParams: map[string]string{"audience": "api"}, TokenResponseMetadata: []string{"instance"},
+			ConnectionConfig: map[string]integrations.FieldSpec{"oauth_scopes": {Title: "Scopes", Optional: true}}},
 		&integrations.Provider{Name: "fake-none", DisplayName: "Fake none", AuthMode: integrations.AuthModeNone},
 	)
 	if err != nil {

@@ -555,7 +555,29 @@ func (r *refresher) call(ctx context.Context, p *integrations.Provider, c *Conne
 		}
 		tq.form.Set("refresh_token", creds.RefreshToken)
 	}
+	if s := ccScope(p, grant, c.ConnectionConfig); s != "" {
+		tq.form.Set("scope", s)
+	}
 	return r.post(ctx, tq)
+}
+
+// ConfigOAuthScopes is the connection config key of the scopes a
+// client-credentials connection asks for (Okta's okta-cc declares it as
+// a field: "okta.users.read okta.groups.read").
+const ConfigOAuthScopes = "oauth_scopes"
+
+// ccScope is the scope parameter of a client-credentials token request:
+// the connection's oauth_scopes config value, as it is, unless the
+// provider's token_params set scope themselves.
+func ccScope(p *integrations.Provider, grant string, cfg map[string]any) string {
+	if grant != GrantClientCredentials {
+		return ""
+	}
+	if _, set := p.TokenParams["scope"]; set {
+		return ""
+	}
+	s, _ := cfg[ConfigOAuthScopes].(string)
+	return strings.TrimSpace(s)
 }
 
 // tokenRequest is one POST to an OAuth 2 token endpoint.
