@@ -26,6 +26,7 @@ import (
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/internal/jsonvalue"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
@@ -1235,8 +1236,8 @@ func lookupPath(m map[string]any, path string) (any, bool) {
 // each get a connection of their own.
 func cloneConnection(c *Connection) *Connection {
 	cp := *c
-	cp.ConnectionConfig = cloneJSONMap(c.ConnectionConfig)
-	cp.Metadata = cloneJSONMap(c.Metadata)
+	cp.ConnectionConfig = jsonvalue.CloneMap(c.ConnectionConfig)
+	cp.Metadata = jsonvalue.CloneMap(c.Metadata)
 	cp.Tags = maps.Clone(c.Tags)
 	cp.Errors = slices.Clone(c.Errors)
 	cp.CredentialsExpiresAt = cloneTime(c.CredentialsExpiresAt)
@@ -1246,7 +1247,7 @@ func cloneConnection(c *Connection) *Connection {
 		cr := *c.Credentials
 		cr.ExpiresAt = cloneTime(cr.ExpiresAt)
 		cr.ObtainedAt = cloneTime(cr.ObtainedAt)
-		cr.Raw = cloneJSONMap(cr.Raw)
+		cr.Raw = jsonvalue.CloneMap(cr.Raw)
 		cr.Scopes = slices.Clone(cr.Scopes)
 		if cr.ConfigOverride != nil {
 			o := *cr.ConfigOverride
@@ -1263,29 +1264,4 @@ func cloneTime(t *time.Time) *time.Time {
 	}
 	v := *t
 	return &v
-}
-
-func cloneJSONMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneJSON(v)
-	}
-	return out
-}
-
-func cloneJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneJSONMap(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneJSON(e)
-		}
-		return out
-	}
-	return v
 }

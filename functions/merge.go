@@ -1,5 +1,7 @@
 package functions
 
+import "github.com/embedauth/connect/internal/jsonvalue"
+
 // DeepMerge returns a new map: dst with patch merged into it, as
 // SyncContext.Update (Nango's batchUpdate) merges a partial record into
 // the stored one. A key of patch whose value and dst's value are both
@@ -15,7 +17,7 @@ func DeepMerge(dst, patch map[string]any) map[string]any {
 	out := make(map[string]any, len(dst)+len(patch))
 	for k, v := range dst {
 		if _, patched := patch[k]; !patched {
-			out[k] = deepCopyJSON(v)
+			out[k] = jsonvalue.Clone(v)
 		}
 	}
 	for k, pv := range patch {
@@ -25,32 +27,7 @@ func DeepMerge(dst, patch map[string]any) map[string]any {
 			out[k] = DeepMerge(dm, pm)
 			continue
 		}
-		out[k] = deepCopyJSON(pv)
+		out[k] = jsonvalue.Clone(pv)
 	}
 	return out
-}
-
-// deepCopyJSON copies the maps and slices of a decoded JSON value.
-func deepCopyJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if x == nil {
-			return x
-		}
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopyJSON(e)
-		}
-		return m
-	case []any:
-		if x == nil {
-			return x
-		}
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = deepCopyJSON(e)
-		}
-		return s
-	}
-	return v
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/jsonvalue"
 )
 
 // Page is one response of a paged API, as the fetch function of Paginate
@@ -278,7 +279,7 @@ func (pg *pager) request(params []pageParam) PageRequest {
 	r := pg.first
 	r.Params = clonePageValues(pg.first.Params)
 	if pg.first.Body != nil {
-		r.Body = deepCopyJSON(pg.first.Body).(map[string]any)
+		r.Body = jsonvalue.Clone(pg.first.Body).(map[string]any)
 	}
 	for _, p := range params {
 		if pg.inBody {
@@ -365,7 +366,7 @@ func (pg *pager) next(ctx context.Context, n int) ([]json.RawMessage, bool, erro
 		// The next request shares nothing with this one.
 		pg.req.Params = clonePageValues(req.Params)
 		if req.Body != nil {
-			pg.req.Body = deepCopyJSON(req.Body).(map[string]any)
+			pg.req.Body = jsonvalue.Clone(req.Body).(map[string]any)
 		}
 	}
 

@@ -3,6 +3,7 @@ package integrations
 import (
 	"errors"
 	"fmt"
+	"github.com/embedauth/connect/internal/jsonvalue"
 	"maps"
 	"net/url"
 	"regexp"
@@ -583,7 +584,7 @@ func (x *Proxy) clone() *Proxy {
 		v := *x.Verification
 		v.Endpoints = slices.Clone(x.Verification.Endpoints)
 		v.Headers = maps.Clone(x.Verification.Headers)
-		v.Data = cloneJSON(x.Verification.Data)
+		v.Data = jsonvalue.Clone(x.Verification.Data)
 		c.Verification = &v
 	}
 	c.Paginate = x.Paginate.Clone()

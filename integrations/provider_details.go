@@ -2,6 +2,7 @@ package integrations
 
 import (
 	"fmt"
+	"github.com/embedauth/connect/internal/jsonvalue"
 	"maps"
 	"reflect"
 	"slices"
@@ -335,18 +336,18 @@ func (d *AuthDetails) clone() AuthDetails {
 	}
 	if d.Token != nil {
 		t := *d.Token
-		t.Header, t.Payload = cloneJSONMap(t.Header), cloneJSONMap(t.Payload)
+		t.Header, t.Payload = jsonvalue.CloneMap(t.Header), jsonvalue.CloneMap(t.Payload)
 		c.Token = &t
 	}
 	if d.Assertion != nil {
 		a := *d.Assertion
-		a.Header, a.Payload = cloneJSONMap(a.Header), cloneJSONMap(a.Payload)
-		a.Attributes = cloneJSONMap(a.Attributes)
+		a.Header, a.Payload = jsonvalue.CloneMap(a.Header), jsonvalue.CloneMap(a.Payload)
+		a.Attributes = jsonvalue.CloneMap(a.Attributes)
 		c.Assertion = &a
 	}
 	c.AssertionOption = maps.Clone(d.AssertionOption)
 	c.Auth = maps.Clone(d.Auth)
-	c.RegistrationParams = cloneJSONMap(d.RegistrationParams)
+	c.RegistrationParams = jsonvalue.CloneMap(d.RegistrationParams)
 	c.AuthorizationURLReplacements = maps.Clone(d.AuthorizationURLReplacements)
 	c.AuthorizationURLSkipEncode = slices.Clone(d.AuthorizationURLSkipEncode)
 	c.RequestParams = maps.Clone(d.RequestParams)
@@ -369,32 +370,6 @@ func cloneFields(fs map[string]FieldSpec) map[string]FieldSpec {
 		out[k] = f
 	}
 	return out
-}
-
-// cloneJSONMap deep-copies a JSON object of maps, slices and scalars.
-func cloneJSONMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneJSON(v)
-	}
-	return out
-}
-
-func cloneJSON(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneJSONMap(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneJSON(e)
-		}
-		return out
-	}
-	return v
 }
 
 // inheritDetails sets every field of over that is set on base's copy p, as

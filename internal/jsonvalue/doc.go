@@ -1,0 +1,4 @@
+// Package jsonvalue copies decoded JSON values (the maps, slices and
+// scalars encoding/json produces into an any), so that a copy can be
+// changed without changing what it was copied from.
+package jsonvalue
