@@ -10,6 +10,7 @@ import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/internal/jsonvalue"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 )
@@ -35,37 +36,6 @@ func normalizeJSON(field string, m map[string]any) (map[string]any, error) {
 		return nil, fmt.Errorf("%w: %s: %v", store.ErrInvalid, field, err)
 	}
 	return out, nil
-}
-
-// copyJSONMap deep-copies a map holding only values produced by
-// encoding/json: maps, slices, strings, float64, bool and nil.
-func copyJSONMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = copyJSONValue(v)
-	}
-	return out
-}
-
-func copyJSONValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return copyJSONMap(v)
-	case []any:
-		if v == nil {
-			return v
-		}
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = copyJSONValue(e)
-		}
-		return out
-	default:
-		return v
-	}
 }
 
 func copyTime(t *time.Time) *time.Time {
@@ -102,8 +72,8 @@ func copyIntegration(in *integrations.Integration) *integrations.Integration {
 // copyConnection deep-copies a stored connection.
 func copyConnection(conn *connections.Connection) *connections.Connection {
 	c := *conn
-	c.ConnectionConfig = copyJSONMap(conn.ConnectionConfig)
-	c.Metadata = copyJSONMap(conn.Metadata)
+	c.ConnectionConfig = jsonvalue.CloneMap(conn.ConnectionConfig)
+	c.Metadata = jsonvalue.CloneMap(conn.Metadata)
 	c.Tags = maps.Clone(conn.Tags)
 	c.Credentials = nil
 	c.CredentialsExpiresAt = copyTime(conn.CredentialsExpiresAt)
@@ -138,6 +108,6 @@ func storableConnection(conn *connections.Connection) (*connections.Connection, 
 
 func copyEntry(e *oplog.Entry) *oplog.Entry {
 	c := *e
-	c.Meta = copyJSONMap(e.Meta)
+	c.Meta = jsonvalue.CloneMap(e.Meta)
 	return &c
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/internal/jsonvalue"
 	"github.com/embedauth/connect/store"
 )
 
@@ -17,7 +18,7 @@ func copyFlow(in *connections.OAuthFlow) *connections.OAuthFlow {
 	c := *in
 	c.StateHash = slices.Clone(in.StateHash)
 	c.BrowserHash = slices.Clone(in.BrowserHash)
-	c.ConnectionConfig = copyJSONMap(in.ConnectionConfig)
+	c.ConnectionConfig = jsonvalue.CloneMap(in.ConnectionConfig)
 	c.Tags = maps.Clone(in.Tags)
 	c.Scopes = slices.Clone(in.Scopes)
 	c.Secrets = nil // a Store does not persist it

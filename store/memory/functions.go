@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/embedauth/connect/functions"
+	"github.com/embedauth/connect/internal/jsonvalue"
 	"github.com/embedauth/connect/internal/uuid"
 	"github.com/embedauth/connect/store"
 )
@@ -128,7 +129,7 @@ func copyDefinition(d functions.Definition) functions.Definition {
 	c.Scopes = slices.Clone(d.Scopes)
 	c.Endpoints = slices.Clone(d.Endpoints)
 	c.WebhookSubscriptions = slices.Clone(d.WebhookSubscriptions)
-	c.Attributes = copyJSONMap(d.Attributes)
+	c.Attributes = jsonvalue.CloneMap(d.Attributes)
 	c.Features = slices.Clone(d.Features)
 	return c
 }
