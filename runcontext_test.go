@@ -145,15 +145,11 @@ func TestRunContext(t *testing.T) {
 					return map[string]any{"key": conn.Credentials.APIKey, "metadata": md, "vars": vars, "sdk": string(body),
 						"log_id": c.LogID}, nil
 				}),
-				functions.NewAction("fx", "slow", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
-					<-ctx.Done()
-					return nil, ctx.Err()
-				}),
 			)
 			if err != nil {
 				t.Fatal(err)
 			}
-		}, func(c *connect.Config) { c.Functions.ActionTimeout = 200 * time.Millisecond })
+		})
 		apiURL.Store(f.api.srv.URL)
 		if err := f.svc.Environments().SetVariables(context.Background(), f.env.ID, map[string]string{"REGION": "eu"}); err != nil {
 			t.Fatal(err)
@@ -184,8 +180,25 @@ func TestRunContext(t *testing.T) {
 			}
 			return run && own
 		})
-		// The deadline.
-		r = f.mustDo(t, 500, actionReq("slow", "", nil))
+	})
+}
+
+// TestRunDeadline: a run that outlives Config.Functions.ActionTimeout is
+// cut off and answered execution_timeout. It has a Service of its own:
+// under the short timeout, any other action could time out on a busy
+// machine.
+func TestRunDeadline(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		f := setupFunctions(t, b, func(svc *connect.Service) {
+			err := svc.Functions().Register(functions.NewAction("fx", "slow", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}, func(c *connect.Config) { c.Functions.ActionTimeout = 200 * time.Millisecond })
+		r := f.mustDo(t, 500, actionReq("slow", "", nil))
 		if r.errCode() != "execution_timeout" {
 			t.Fatalf("slow answered %s", r.raw)
 		}

@@ -294,12 +294,16 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 		return err
 	}
 	// The heartbeat: UpdatedAt moves on while the attempt runs, so that
-	// reapActions can tell a task whose instance died.
+	// reapActions can tell a task whose instance died. The attempt is live
+	// here (see liveRun) until its outcome is stored.
 	var mu sync.Mutex
 	runCtx, cancel := context.WithCancel(ctx)
-	s.local.Store("task:"+t.ID, runCtx)
-	defer s.local.Delete("task:" + t.ID)
-	beatDone := make(chan struct{})
+	defer cancel()
+	live, unmark := s.markLive("task:"+t.ID, s.cfg.ActionTimeout)
+	defer unmark()
+	// Stopping the heartbeat never cuts a write short (see
+	// Service.heartbeat).
+	stopBeat, beatDone := make(chan struct{}), make(chan struct{})
 	lost := false
 	go func() {
 		defer close(beatDone)
@@ -307,14 +311,21 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 		defer tk.Stop()
 		for {
 			select {
-			case <-runCtx.Done():
+			case <-stopBeat:
+				return
+			case <-ctx.Done():
 				return
 			case <-tk.C:
+			}
+			if !live.alive() {
+				return // stuck past its deadline: a reaper ends it
 			}
 			mu.Lock()
 			u := *t
 			u.UpdatedAt = s.nowUTC()
-			err := s.st.UpdateActionTask(runCtx, &u)
+			wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), s.staleAfter())
+			err := s.st.UpdateActionTask(wctx, &u)
+			wcancel()
 			if err == nil {
 				*t = u
 			} else if errors.Is(err, store.ErrConflict) {
@@ -322,17 +333,21 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 				cancel()
 			}
 			mu.Unlock()
+			if lost {
+				return
+			}
 		}
 	}()
 	snapshot := *t // runTask reads it while the heartbeat writes t
 	out, logID, runErr := s.runTask(runCtx, &snapshot)
-	cancel()
+	live.returned()
+	close(stopBeat)
 	<-beatDone
 	if lost {
 		return nil
 	}
 	t.LogID = logID
-	return s.finishTask(context.WithoutCancel(ctx), t, out, runErr)
+	return s.finishTask(context.WithoutCancel(ctx), t, true, out, runErr)
 }
 
 // reapActions ends the attempts of async actions whose instance died (no
@@ -348,7 +363,7 @@ func (s *Service) reapActions(ctx context.Context) (int, error) {
 		if s.liveHere("task:" + t.ID) {
 			continue // alive here: its heartbeat is late, not missing
 		}
-		err := s.finishTask(ctx, t, nil, &RunError{Failure: &Failure{Status: 500, Body: FailureBody{Error: FailureDetail{
+		err := s.finishTask(ctx, t, false, nil, &RunError{Failure: &Failure{Status: 500, Body: FailureBody{Error: FailureDetail{
 			Code: "script_internal_error", Message: "The instance running the action stopped before it ended."}}},
 			Err: errors.New("interrupted")})
 		if errors.Is(err, store.ErrConflict) {
@@ -386,7 +401,7 @@ func (s *Service) runTask(ctx context.Context, t *ActionTask) (json.RawMessage, 
 // finishTask stores the outcome of an attempt: the output, a retry, or the
 // final failure; a completed task sends its async action webhook in the
 // same transaction.
-func (s *Service) finishTask(ctx context.Context, t *ActionTask, out json.RawMessage, runErr error) error {
+func (s *Service) finishTask(ctx context.Context, t *ActionTask, own bool, out json.RawMessage, runErr error) error {
 	now := s.nowUTC()
 	t.UpdatedAt = now
 	var retry *jobs.Job
@@ -421,7 +436,11 @@ func (s *Service) finishTask(ctx context.Context, t *ActionTask, out json.RawMes
 		}
 	}
 	return s.st.WithTx(ctx, func(ctx context.Context) error {
-		if err := s.st.UpdateActionTask(ctx, t); err != nil {
+		update := s.st.UpdateActionTask // a reaper's view must be current
+		if own {
+			update = s.updateOwnTask
+		}
+		if err := update(ctx, t); err != nil {
 			return err
 		}
 		if retry != nil {
@@ -436,6 +455,28 @@ func (s *Service) finishTask(ctx context.Context, t *ActionTask, out json.RawMes
 				ConnectionID: t.ConnectionRef, ProviderConfigKey: t.Integration,
 				Payload: webhooks.AsyncActionResult{ID: t.ID, StatusURL: "/action/" + t.ID}}})
 	})
+}
+
+// updateOwnTask stores t, the outcome of the attempt t.Attempts that
+// t.Version saw running. A newer version of the same attempt still
+// running is the attempt's own (a heartbeat whose answer was lost): t is
+// stored over it. Otherwise another took the task (a reaper): ErrConflict.
+func (s *Service) updateOwnTask(ctx context.Context, t *ActionTask) error {
+	for range 5 {
+		err := s.st.UpdateActionTask(ctx, t)
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		fresh, ferr := s.st.GetActionTask(ctx, t.EnvironmentID, t.ID)
+		if ferr != nil {
+			return ferr
+		}
+		if fresh.Version == t.Version || fresh.Status != TaskRunning || fresh.Attempts != t.Attempts {
+			return err
+		}
+		t.Version = fresh.Version
+	}
+	return store.Errorf(store.ErrConflict, "conflict", "The action task %s kept changing.", t.ID)
 }
 
 // failureOf is the Failure of an error that is not a run's own: the store

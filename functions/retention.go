@@ -136,25 +136,17 @@ func (s *Service) deleteStaleSyncRecords(ctx context.Context, now time.Time, res
 					if r := runs[sc.ID]; r != nil && r.CreatedAt.After(limit) {
 						continue // it ran, and failed, recently
 					}
-					res.StaleSyncsFound++
-					f, err := s.st.GetFunction(ctx, sc.EnvironmentID, sc.Integration, KindSync, sc.Name)
+					n, found, err := s.deleteSyncRecords(ctx, sc.ID, limit, budget)
+					res.RecordsDeleted += n
+					budget -= n
+					if found {
+						res.StaleSyncsFound++
+					}
 					if err != nil {
-						if isNotFound(err) {
-							continue
-						}
 						return err
 					}
-					for _, m := range f.Definition.Models {
-						n, err := s.st.DeleteAllRecords(ctx, RecordScope{EnvironmentID: sc.EnvironmentID, ConnectionID: sc.ConnectionID,
-							Model: m.Name, Variant: sc.Variant}, budget)
-						res.RecordsDeleted += n
-						budget -= n
-						if err != nil {
-							return err
-						}
-						if budget <= 0 {
-							return nil
-						}
+					if budget <= 0 {
+						return nil
 					}
 				}
 			}
@@ -165,6 +157,60 @@ func (s *Service) deleteStaleSyncRecords(ctx context.Context, now time.Time, res
 		}
 	}
 	return nil
+}
+
+// deleteSyncRecords deletes up to budget records of the sync id if it is
+// still stale (no run queued or running, none started since limit). The
+// check and the deletes are one transaction that first writes the sync's
+// row: a run queued meanwhile (which writes the row too) makes it fail
+// with ErrConflict and delete nothing, and a run queued after it waits for
+// it to commit. So the records of a sync that runs are never deleted under
+// it. found reports a sync found stale.
+func (s *Service) deleteSyncRecords(ctx context.Context, id string, limit time.Time, budget int) (n int, found bool, err error) {
+	err = s.st.WithTx(ctx, func(ctx context.Context) error {
+		n = 0
+		sc, err := s.st.GetSyncByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		last := sc.CreatedAt
+		if sc.LastSyncDate != nil {
+			last = *sc.LastSyncDate
+		}
+		if !last.Before(limit) || sc.RunID != "" {
+			return nil
+		}
+		found = true
+		sc.UpdatedAt = s.nowUTC()
+		if err := s.st.UpdateSync(ctx, sc); err != nil {
+			return err
+		}
+		f, err := s.st.GetFunction(ctx, sc.EnvironmentID, sc.Integration, KindSync, sc.Name)
+		if err != nil {
+			return err
+		}
+		for _, m := range f.Definition.Models {
+			k, err := s.st.DeleteAllRecords(ctx, RecordScope{EnvironmentID: sc.EnvironmentID, ConnectionID: sc.ConnectionID,
+				Model: m.Name, Variant: sc.Variant}, budget-n)
+			n += k
+			if err != nil {
+				return err
+			}
+			if n >= budget {
+				return nil
+			}
+		}
+		return nil
+	})
+	switch {
+	case isNotFound(err):
+		return 0, found, nil // the sync or its function is gone
+	case errors.Is(err, store.ErrConflict):
+		return 0, false, nil // it moved meanwhile: not stale now, or the next pass sees it
+	case err != nil:
+		return 0, found, err
+	}
+	return n, found, nil
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

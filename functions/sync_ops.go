@@ -132,7 +132,7 @@ func (s *Service) TriggerSync(ctx context.Context, t SyncTarget, o TriggerOption
 		}
 	}
 	for _, sc := range scheds {
-		err := s.st.WithTx(ctx, func(ctx context.Context) error {
+		err := s.retryStale(ctx, func(ctx context.Context) error {
 			fresh, err := s.st.GetSyncByID(ctx, sc.ID)
 			if err != nil {
 				return err
@@ -161,6 +161,21 @@ func (s *Service) TriggerSync(ctx context.Context, t SyncTarget, o TriggerOption
 		}
 	}
 	return nil
+}
+
+// retryStale runs fn in a transaction, again when it fails on a
+// concurrent change of what it read (a stale version: another trigger,
+// a pause, the retention pass that checks a sync), at most five times.
+func (s *Service) retryStale(ctx context.Context, fn func(ctx context.Context) error) error {
+	var err error
+	for range 5 {
+		err = s.st.WithTx(ctx, fn)
+		var se *store.Error
+		if !errors.Is(err, store.ErrConflict) || (errors.As(err, &se) && se.Code == codeSyncRunning) {
+			return err
+		}
+	}
+	return err
 }
 
 // requestCancel asks the instance running a run to stop it.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/embedauth/connect/connections"
@@ -209,7 +210,7 @@ func (s *Service) reap(ctx context.Context) (int, error) {
 			return n, err
 		}
 		st := &runStatus{run: r, sched: sc}
-		if err := s.finishRun(ctx, st, nil, runFailure("interrupted",
+		if err := s.finishRun(ctx, st, false, runFailure("interrupted",
 			"The run was interrupted: the instance running it stopped answering.")); err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				continue // it moved meanwhile
@@ -221,11 +222,38 @@ func (s *Service) reap(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// liveHere reports whether key ("run:ID", "task:ID") is executing in this
-// process within its deadline.
+// liveHere reports whether key ("run:ID", "task:ID") is live in this
+// process (see liveRun).
 func (s *Service) liveHere(key string) bool {
 	v, ok := s.local.Load(key)
-	return ok && v.(context.Context).Err() == nil
+	return ok && v.(*liveRun).alive()
+}
+
+// liveRun is a sync run or an action attempt that this process took. It
+// is live from the moment the process takes it until its outcome is
+// stored, finishing included (delete tracking, the final write), so that
+// this process's reapers never take it however late its heartbeats are
+// written: a busy machine or a slow database delays them. Only a function
+// that keeps running past its deadline by more than staleAfter (one that
+// ignores its context) stops being live: then its heartbeat stops and a
+// reaper, here or in another process, ends it as interrupted.
+type liveRun struct {
+	until     time.Time // the function's deadline plus staleAfter
+	executing atomic.Bool
+}
+
+func (l *liveRun) alive() bool { return !l.executing.Load() || time.Now().Before(l.until) }
+
+// returned marks the function as returned: the run is finishing.
+func (l *liveRun) returned() { l.executing.Store(false) }
+
+// markLive registers key as live here for a function with the given
+// timeout; the returned function ends it, once the outcome is stored.
+func (s *Service) markLive(key string, timeout time.Duration) (*liveRun, func()) {
+	l := &liveRun{until: time.Now().Add(timeout + s.staleAfter())}
+	l.executing.Store(true)
+	s.local.Store(key, l)
+	return l, func() { s.local.Delete(key) }
 }
 
 // staleAfter is how long a running run (or action attempt) may go without
@@ -242,6 +270,29 @@ func runFailure(typ, description string) error {
 type stoppedError struct{ typ, description string }
 
 func (e *stoppedError) Error() string { return e.typ + ": " + e.description }
+
+// updateOwnRun stores r, the outcome of a run that r.Version saw
+// running. A newer version that is still running is the run's own (a
+// cancellation request, a heartbeat whose answer was lost): r is stored
+// over it. A run no longer running was ended by another (a reaper):
+// ErrConflict.
+func (s *Service) updateOwnRun(ctx context.Context, r *SyncRun) error {
+	for range 5 {
+		err := s.st.UpdateSyncRun(ctx, r)
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		fresh, ferr := s.st.GetSyncRun(ctx, r.ID)
+		if ferr != nil {
+			return ferr
+		}
+		if fresh.Version == r.Version || (fresh.Status != RunRunning && fresh.Status != RunQueued) {
+			return err
+		}
+		r.Version, r.CancelRequested = fresh.Version, fresh.CancelRequested
+	}
+	return store.Errorf(store.ErrConflict, "conflict", "The run %s kept changing.", r.ID)
+}
 
 // runStatus is a run in progress with its schedule.
 type runStatus struct {
@@ -300,45 +351,72 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 	}
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
 	defer cancel()
-	s.local.Store("run:"+r.ID, runCtx)
-	defer s.local.Delete("run:" + r.ID)
-	hbDone := make(chan struct{})
-	go s.heartbeat(runCtx, st, cancel, hbDone)
+	live, unmark := s.markLive("run:"+r.ID, s.cfg.SyncTimeout)
+	defer unmark()
+	// The heartbeat goes on while the run finishes (its delete tracking
+	// can take a while), and stops before the final write, which reads
+	// the run's version it leaves.
+	stopBeat, hbDone := make(chan struct{}), make(chan struct{})
+	go s.heartbeat(ctx, st, live, cancel, stopBeat, hbDone)
 	runErr := s.execSync(runCtx, st, nil)
+	live.returned()
 	cancel()
+	fctx := context.WithoutCancel(ctx)
+	if runErr == nil {
+		runErr = s.applyTrackedDeletes(fctx, st)
+	}
+	close(stopBeat)
 	<-hbDone
-	return s.finishRun(context.WithoutCancel(ctx), st, nil, runErr)
+	return s.finishRun(fctx, st, true, runErr)
 }
 
-// heartbeat marks the run alive every Config.Heartbeat, and cancels it
-// when a cancellation is requested.
-func (s *Service) heartbeat(ctx context.Context, st *runStatus, cancel context.CancelFunc, done chan struct{}) {
+// heartbeat marks the run alive every Config.Heartbeat until stop is
+// closed or ctx ends, and cancels it (cancel) when a cancellation is
+// requested or another process took it. A function stuck past its
+// deadline (live is no longer alive) gets no more heartbeats, so that a
+// reaper ends its run.
+//
+// Stopping never cuts a write short: a write cancelled in flight may
+// have been applied all the same, and the run's version in memory would
+// then be stale, so that the run's final write failed and left it
+// RUNNING, for a reaper to end it as interrupted.
+func (s *Service) heartbeat(ctx context.Context, st *runStatus, live *liveRun, cancel context.CancelFunc, stop <-chan struct{}, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(s.cfg.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
+		case <-stop:
+			return
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if !live.alive() {
+			return
+		}
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), s.staleAfter())
 		st.mu.Lock()
-		err := s.beat(ctx, st)
+		taken, err := s.beat(wctx, st)
 		cancelled := st.run.CancelRequested
 		st.mu.Unlock()
-		if err != nil && ctx.Err() == nil {
+		wcancel()
+		if err != nil {
 			s.logger.Warn("functions: sync run heartbeat", "run", st.run.ID, "err", err)
 		}
 		if cancelled {
 			cancel()
+		}
+		if taken {
 			return
 		}
 	}
 }
 
 // beat writes the run's heartbeat, reading it again after a concurrent
-// change (a cancellation request).
-func (s *Service) beat(ctx context.Context, st *runStatus) error {
+// change (a cancellation request). taken reports a run that is no longer
+// running (another process ended it): it is not marked again.
+func (s *Service) beat(ctx context.Context, st *runStatus) (taken bool, err error) {
 	for range 3 {
 		now := s.nowUTC()
 		r := *st.run
@@ -346,23 +424,23 @@ func (s *Service) beat(ctx context.Context, st *runStatus) error {
 		err := s.st.UpdateSyncRun(ctx, &r)
 		if err == nil {
 			st.run = &r
-			return nil
+			return false, nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return err
+			return false, err
 		}
 		fresh, err := s.st.GetSyncRun(ctx, st.run.ID)
 		if err != nil {
-			return err
+			return false, err
 		}
 		st.run.CancelRequested = fresh.CancelRequested
 		st.run.Version = fresh.Version
 		if fresh.Status != RunRunning {
 			st.run.CancelRequested = true
-			return nil
+			return true, nil
 		}
 	}
-	return errors.New("functions: the run kept changing")
+	return false, errors.New("functions: the run kept changing")
 }
 
 // execSync runs the sync of st (with webhook, its webhook handler).
@@ -438,48 +516,56 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 // runKey is the checkpoint key of a sync's runs: "sync:<name>:<variant>".
 func runKey(sc *Schedule) string { return "sync:" + sc.Name + ":" + sc.Variant }
 
-// finishRun ends a run: applies the delete tracking of a successful run,
-// stores the outcome, frees the schedule (LastSyncDate moves on success)
-// and sends the sync webhooks, in one transaction.
-func (s *Service) finishRun(ctx context.Context, st *runStatus, _ json.RawMessage, runErr error) error {
+// applyTrackedDeletes applies the delete tracking of a successful run:
+// the records of its tracked models that the run did not save are marked
+// deleted, then their tracking ends. The heartbeat goes on meanwhile: st
+// is read under st.mu only where the heartbeat writes it.
+func (s *Service) applyTrackedDeletes(ctx context.Context, st *runStatus) error {
+	st.mu.Lock()
+	sc, conn, syncCtx := st.sched, st.conn, st.sc
+	st.mu.Unlock()
+	if syncCtx == nil {
+		return nil
+	}
+	now := s.nowUTC()
+	ends := syncCtx.run.ends
+	if syncCtx.run.trackAll {
+		for m := range syncCtx.run.models {
+			if _, ok := ends[m]; !ok {
+				if since, err := syncCtx.trackingSince(ctx, m); err == nil && since != 0 {
+					ends[m] = since
+				}
+			}
+		}
+	}
+	for m, since := range ends {
+		scope := RecordScope{EnvironmentID: sc.EnvironmentID, ConnectionID: conn.ID, Model: m, Variant: sc.Variant}
+		for {
+			ids, err := s.st.DeleteUntouched(ctx, scope, since, 10000, now)
+			if err != nil {
+				return err
+			}
+			syncCtx.run.count(m, SaveResult{Deleted: len(ids)})
+			if len(ids) < 10000 {
+				break
+			}
+		}
+		if _, err := s.st.DeleteCheckpoints(ctx, conn.ID, syncCtx.trackingKey(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishRun ends a run: stores the outcome, frees the schedule
+// (LastSyncDate moves on success) and sends the sync webhooks, in one
+// transaction. own tells the process running it (see updateOwnRun) from a
+// reaper.
+func (s *Service) finishRun(ctx context.Context, st *runStatus, own bool, runErr error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	r, sc := st.run, st.sched
 	now := s.nowUTC()
-	if runErr == nil && st.sc != nil {
-		// Deletes of tracked models, then the end of their tracking.
-		ends := st.sc.run.ends
-		if st.sc.run.trackAll {
-			for m := range st.sc.run.models {
-				if _, ok := ends[m]; !ok {
-					if since, err := st.sc.trackingSince(ctx, m); err == nil && since != 0 {
-						ends[m] = since
-					}
-				}
-			}
-		}
-		for m, since := range ends {
-			scope := RecordScope{EnvironmentID: sc.EnvironmentID, ConnectionID: st.conn.ID, Model: m, Variant: sc.Variant}
-			for {
-				ids, err := s.st.DeleteUntouched(ctx, scope, since, 10000, now)
-				if err != nil {
-					runErr = err
-					break
-				}
-				st.sc.run.count(m, SaveResult{Deleted: len(ids)})
-				if len(ids) < 10000 {
-					break
-				}
-			}
-			if runErr != nil {
-				break
-			}
-			if _, err := s.st.DeleteCheckpoints(ctx, st.conn.ID, st.sc.trackingKey(m)); err != nil {
-				runErr = err
-				break
-			}
-		}
-	}
 	r.FinishedAt = &now
 	if r.StartedAt == nil {
 		r.StartedAt = &now
@@ -505,7 +591,11 @@ func (s *Service) finishRun(ctx context.Context, st *runStatus, _ json.RawMessag
 		r.Error = b
 	}
 	return s.st.WithTx(ctx, func(ctx context.Context) error {
-		if err := s.st.UpdateSyncRun(ctx, r); err != nil {
+		update := s.st.UpdateSyncRun // a reaper's view must be current
+		if own {
+			update = s.updateOwnRun
+		}
+		if err := update(ctx, r); err != nil {
 			return err
 		}
 		fresh, err := s.st.GetSyncByID(ctx, sc.ID)
