@@ -66,8 +66,8 @@ import (
 //
 // Placeholders are replaced in the code and the marks before anything runs:
 // localhost:3003 (the reference server) and https://connect.example.com become the reference
-// server this test runs on a free port (started with PORT set); localhost:3004 (a second
-// instance of it) another free port; localhost:8080 (the embedding example) another;
+// server this test runs on a free port (started with PORT set); localhost:3004 and PORT=3004 (a
+// second instance of it) another free port; localhost:8080 (the embedding example) another;
 // https://app.example.com (your application, such as a webhook URL) a local server that accepts
 // anything; postgres://... a fresh database for each block that names it (each such block is an
 // application of its own: the reference server on Postgres, your application embedding the
@@ -133,6 +133,7 @@ func TestREADME(t *testing.T) {
 	h.placeholders = strings.NewReplacer(
 		"localhost:3003", "localhost:"+refPort,
 		"localhost:3004", "localhost:"+secondPort,
+		"PORT=3004", "PORT="+secondPort,
 		"https://connect.example.com", h.refURL,
 		"localhost:8080", "localhost:"+embedPort,
 		"https://app.example.com", app.URL,
@@ -167,7 +168,11 @@ func TestREADME(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.env = append(slices.Clone(base), "HOME="+home)
-			h.runPage(blocks[page], exportsOf[page], page != "README.md")
+			docsPage := page != "README.md"
+			if docsPage {
+				h.env = append(h.env, "CONNECT_API_KEY=readme_"+randomHex(t, 24))
+			}
+			h.runPage(blocks[page], exportsOf[page], docsPage)
 		})
 	}
 }
@@ -227,10 +232,9 @@ func (h *readmeHarness) runPage(blocks []exampleBlock, exportsOf map[int][]strin
 	}
 }
 
-// startReferenceServer starts the reference server as README.md's "Run it" does, with a new
-// CONNECT_API_KEY exported, for a page of docs/.
+// startReferenceServer starts the reference server as README.md's "Run it" does, for a page of
+// docs/.
 func (h *readmeHarness) startReferenceServer() error {
-	h.env = append(h.env, "CONNECT_API_KEY=readme_"+randomHex(h.t, 24))
 	b := exampleBlock{file: h.page, lang: "sh", code: "go run ./examples/server\n",
 		mark: exampleMark{server: "http://localhost:3003/health"}}
 	return h.run(b, nil)
