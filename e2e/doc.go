@@ -99,11 +99,14 @@
 // sigV4Check, the Ed25519 HTTP message signature with the test's key pair, UUID v4 and date
 // formats). A provider found but not checked fails the test.
 //
-// TestREADME (readme_test.go) runs the examples of README.md in order against the reference
-// server, started by the README's own command: sh blocks in bash, js blocks in Node or (those
-// that import @nangohq/frontend) in headless Chromium, go blocks built as an application module
-// that requires this one. Its doc comment gives the conventions (the <!-- example: ... -->
-// marks, the placeholders, the fake provider API); a failure names the README line.
+// TestREADME (readme_test.go) runs the examples of README.md and of every page of docs/, each
+// page in order and on its own, against the reference server (started by the README's own
+// command, or for a page of docs/ as the README's Run it leaves its reader): sh blocks in bash,
+// js blocks in Node or (those that import @nangohq/frontend) in headless Chromium, go blocks
+// built as an application module that requires this one. Its doc comment gives the
+// conventions (the <!-- example: ... --> marks, the placeholders, the fake provider API); a
+// failure names the page and line. TestDocsLinks (doclinks_test.go) checks the links of those
+// pages and of CHANGELOG.md.
 //
 // # Running it locally
 //

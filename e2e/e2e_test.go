@@ -194,7 +194,9 @@ func createDatabase(ctx context.Context, t *testing.T, adminURL string) string {
 		t.Fatalf("creating database %s through TEST_DATABASE_URL: %v", name, err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// DROP DATABASE waits for a checkpoint, which takes tens of seconds on a
+		// machine whose disk is busy (40 s each was seen on a loaded 2-core one).
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		// FORCE ends sessions a killed server may have left behind (Postgres 13+).
 		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+pq.QuoteIdentifier(name)+" WITH (FORCE)"); err != nil {

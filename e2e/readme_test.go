@@ -25,12 +25,15 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// TestREADME runs the examples of README.md, so that the README cannot drift from the code.
-// Every fenced code block in a language it can run is an example, and runs in the order of the
-// README, as a reader following it would run them, each in the state the earlier ones left:
+// TestREADME runs the examples of README.md and of every page of docs/, so that the
+// documentation cannot drift from the code. Each page is a subtest (TestREADME/README.md,
+// TestREADME/docs/proxy.md, ...), run alone with -run 'TestREADME/docs/proxy.md'. Every fenced
+// code block in a language it can run is an example, and runs in the order of its page, as a
+// reader following the page would run them, each in the state the earlier blocks of the page
+// left:
 //
 //   - ```sh (or bash, shell): a bash script (set -euo pipefail) run from the repository root.
-//     Variables it exports stay exported for every later block, as in one terminal.
+//     Variables it exports stay exported for every later block of the page, as in one terminal.
 //   - ```js: an ES module. One that imports @nangohq/frontend runs in a page of headless
 //     Chromium (through playwright-core; see e2e/readme/browser.mjs), where anything that goes
 //     wrong fails it: an uncaught error, a CSP violation, a WebSocket that cannot connect, a
@@ -47,38 +50,63 @@ import (
 //
 //   - <!-- example: skip: REASON --> does not run it (the reason is required and logged).
 //   - <!-- example: server: URL --> for a sh or go block that starts a server: it runs in the
-//     background (a sh block's last command; the lines before it run first) until the test
+//     background (a sh block's last command; the lines before it run first) until the page
 //     ends, and the next block waits until GET URL answers 2xx.
-//   - <!-- example: uses: NAME, ... --> for a js block that uses values an earlier js block
-//     declared (const NAME = ...): they are handed over as JSON.
+//   - <!-- example: uses: NAME, ... --> for a js block that uses values an earlier js block of
+//     the page declared (const NAME = ...): they are handed over as JSON.
+//   - <!-- example: twice --> runs the block a second time once it has passed: an example
+//     that a reader may well run again (one that creates something) must pass again.
 //
-// Placeholders of the README are replaced in the code and the marks before anything runs:
+// Every page starts afresh: its own home directory, no variables but the test's, no servers.
+// README.md starts its servers itself, as its reader does. A page of docs/ starts where the
+// README's "Run it" leaves its reader: CONNECT_API_KEY exported and the reference server
+// running on the in-memory store (started as `go run ./examples/server`) before the page's
+// first block, unless that block starts a server itself. A page may start another one (with
+// other settings, or on Postgres) with a server block.
+//
+// Placeholders are replaced in the code and the marks before anything runs:
 // localhost:3003 (the reference server) and https://connect.example.com become the reference
-// server this test runs on a free port (the README's own command starts it, with PORT set);
-// localhost:8080 (the embedding example) another free port; https://app.example.com (your
-// application, such as a webhook URL) a local server that accepts anything; postgres://... a
-// fresh database for each block that names it (each such block is an application of its own:
-// the reference server on Postgres, your application embedding the library).
-// Blocks run with HOME set to a directory of the test, so that files an example keeps in the
-// reader's home (an encryption key) are made there and not in the repository or your home.
+// server this test runs on a free port (started with PORT set); localhost:3004 and PORT=3004 (a
+// second instance of it) another free port; localhost:8080 (the embedding example) another;
+// https://app.example.com (your application, such as a webhook URL) a local server that accepts
+// anything; postgres://... a fresh database for each block that names it (each such block is an
+// application of its own: the reference server on Postgres, your application embedding the
+// library; a page that needs the same database in several blocks exports its URL).
+// Blocks run with HOME set to a directory of the page, so that files an example keeps in the
+// reader's home (an encryption key, a backup) are made there and not in the repository or your
+// home.
 // A server block whose ready URL names the host and port of a server started by an earlier
-// block stops that one first, as a reader stops a server with Ctrl-C before starting the next
-// one on its port.
+// block of the page stops that one first, as a reader stops a server with Ctrl-C before
+// starting the next one on its port.
 // Provider APIs are a local fake (fakeProviderAPI): the reference server gets the catalogue
 // with every proxy base URL, and OAuth 2 authorization and token URL, pointing at it
 // (CONNECT_PROVIDERS_FILE), so credentials such as 'sk-...' pass their check.
 //
-// A failure names the README line of the block (README.md:N) and shows its output.
+// A failure names the page and line of the block (docs/proxy.md:N) and shows its output.
 func TestREADME(t *testing.T) {
 	p := browserPrereqs(t)
 	repo := filepath.Dir(p.e2eDir)
-	raw, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	pages, err := docPages(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, errs := parseExamples(string(raw))
-	for _, err := range errs {
-		t.Error(err)
+	// Every page's marks are checked before anything runs.
+	blocks := map[string][]exampleBlock{}
+	exportsOf := map[string]map[int][]string{}
+	for _, page := range pages {
+		raw, err := os.ReadFile(filepath.Join(repo, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, errs := parseExamples(page, string(raw))
+		for _, err := range errs {
+			t.Error(err)
+		}
+		ex, errs := resolveUses(bs)
+		for _, err := range errs {
+			t.Error(err)
+		}
+		blocks[page], exportsOf[page] = bs, ex
 	}
 	if t.Failed() {
 		t.FailNow()
@@ -86,8 +114,7 @@ func TestREADME(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h := &readmeHarness{t: t, ctx: ctx, repo: repo, e2e: p.e2eDir, node: p.node, chromium: p.chromium,
-		dir: t.TempDir(), exports: map[string]json.RawMessage{}}
+	h := &readmeHarness{ctx: ctx, repo: repo, e2e: p.e2eDir, node: p.node, chromium: p.chromium, dir: t.TempDir()}
 	// Packages resolve from the examples' directory as from e2e/.
 	if err := os.Symlink(filepath.Join(p.e2eDir, "node_modules"), filepath.Join(h.dir, "node_modules")); err != nil {
 		t.Fatal(err)
@@ -101,27 +128,26 @@ func TestREADME(t *testing.T) {
 	// The application's own endpoints, such as a webhook URL: they accept anything.
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(app.Close)
-	refPort, embedPort := freePort(t), freePort(t)
+	refPort, secondPort, embedPort := freePort(t), freePort(t), freePort(t)
+	h.refURL = "http://localhost:" + refPort
 	h.placeholders = strings.NewReplacer(
 		"localhost:3003", "localhost:"+refPort,
-		"https://connect.example.com", "http://localhost:"+refPort,
+		"localhost:3004", "localhost:"+secondPort,
+		"PORT=3004", "PORT="+secondPort,
+		"https://connect.example.com", h.refURL,
 		"localhost:8080", "localhost:"+embedPort,
 		"https://app.example.com", app.URL,
 	)
-	h.newDatabase = func() string { return createDatabase(ctx, t, p.adminURL) }
-	h.watch = []string{"http://localhost:" + refPort, "http://localhost:" + embedPort}
-	h.env = append(environWithout("PORT", "DATABASE_URL", "CONNECT_", "NANGO_", "NODE_OPTIONS", "README_", "GOFLAGS"),
+	h.newDatabase = func() string { return createDatabase(ctx, h.t, p.adminURL) }
+	h.watch = []string{h.refURL, "http://localhost:" + secondPort, "http://localhost:" + embedPort}
+	base := append(environWithout("PORT", "DATABASE_URL", "CONNECT_", "NANGO_", "NODE_OPTIONS", "README_", "GOFLAGS"),
 		"PORT="+refPort,
 		"CONNECT_PROVIDERS_FILE="+providers,
 		// The fake provider API listens on 127.0.0.1.
 		"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true",
 	)
-	// The reader's home, with the Go caches of this machine so that nothing is built twice.
-	home := filepath.Join(h.dir, "home")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	h.env = slices.DeleteFunc(h.env, func(kv string) bool {
+	// The reader's home gets the Go caches of this machine, so that nothing is built twice.
+	base = slices.DeleteFunc(base, func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		return name == "HOME" || name == "GOCACHE" || name == "GOMODCACHE" || name == "GOPATH"
 	})
@@ -130,39 +156,94 @@ func TestREADME(t *testing.T) {
 		if err != nil {
 			t.Fatalf("go env %s: %v", name, err)
 		}
-		h.env = append(h.env, name+"="+strings.TrimSpace(string(out)))
+		base = append(base, name+"="+strings.TrimSpace(string(out)))
 	}
-	h.env = append(h.env, "HOME="+home)
-	h.startPageServer()
+	h.startPageServer(t)
 
-	exportsOf, errs := resolveUses(blocks)
-	for _, err := range errs {
-		t.Error(err)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	for i, b := range blocks {
-		if b.mark.skip != "" {
-			t.Logf("README.md:%d: ```%s not run: %s", b.line, b.lang, b.mark.skip)
-			continue
-		}
-		start := time.Now()
-		err := h.run(b, exportsOf[i])
-		if err != nil {
-			if b.mark.server != "" {
-				t.Fatalf("README.md:%d: ```%s block: %v", b.line, b.lang, err)
+	for i, page := range pages {
+		t.Run(page, func(t *testing.T) {
+			h.t, h.page, h.exports, h.servers = t, page, map[string]json.RawMessage{}, nil
+			home := filepath.Join(h.dir, fmt.Sprintf("home-%d", i))
+			if err := os.Mkdir(home, 0o700); err != nil {
+				t.Fatal(err)
 			}
-			t.Errorf("README.md:%d: ```%s block: %v", b.line, b.lang, err)
-			continue
-		}
-		t.Logf("README.md:%d: ```%s ran (%s)", b.line, b.lang, time.Since(start).Round(time.Millisecond))
+			h.env = append(slices.Clone(base), "HOME="+home)
+			docsPage := page != "README.md"
+			if docsPage {
+				h.env = append(h.env, "CONNECT_API_KEY=readme_"+randomHex(t, 24))
+			}
+			h.runPage(blocks[page], exportsOf[page], docsPage)
+		})
 	}
 }
 
-// exampleBlock is a fenced code block of the README.
+// docPages returns the pages whose examples TestREADME runs: README.md, then docs/*.md.
+func docPages(repo string) ([]string, error) {
+	docs, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	pages := []string{"README.md"}
+	for _, d := range docs {
+		pages = append(pages, filepath.ToSlash(filepath.Join("docs", filepath.Base(d))))
+	}
+	sort.Strings(pages[1:])
+	return pages, nil
+}
+
+// runPage runs the blocks of one page in order. With refServer, the reference server is
+// started first, as the README's "Run it" starts it, unless the first block that runs starts a
+// server itself.
+func (h *readmeHarness) runPage(blocks []exampleBlock, exportsOf map[int][]string, refServer bool) {
+	t := h.t
+	for i, b := range blocks {
+		if b.mark.skip != "" {
+			t.Logf("%s:%d: ```%s not run: %s", b.file, b.line, b.lang, b.mark.skip)
+			continue
+		}
+		if refServer {
+			refServer = false
+			if b.mark.server == "" {
+				if err := h.startReferenceServer(); err != nil {
+					t.Fatalf("%s: starting the reference server for the page: %v", h.page, err)
+				}
+			}
+		}
+		runs := 1
+		if b.mark.twice {
+			runs = 2
+		}
+		for run := 1; run <= runs; run++ {
+			start := time.Now()
+			err := h.run(b, exportsOf[i])
+			again := ""
+			if run > 1 {
+				again = " again"
+			}
+			if err != nil {
+				if b.mark.server != "" {
+					t.Fatalf("%s:%d: ```%s block%s: %v", b.file, b.line, b.lang, again, err)
+				}
+				t.Errorf("%s:%d: ```%s block%s: %v", b.file, b.line, b.lang, again, err)
+				break
+			}
+			t.Logf("%s:%d: ```%s ran%s (%s)", b.file, b.line, b.lang, again, time.Since(start).Round(time.Millisecond))
+		}
+	}
+}
+
+// startReferenceServer starts the reference server as README.md's "Run it" does, for a page of
+// docs/.
+func (h *readmeHarness) startReferenceServer() error {
+	b := exampleBlock{file: h.page, lang: "sh", code: "go run ./examples/server\n",
+		mark: exampleMark{server: "http://localhost:3003/health"}}
+	return h.run(b, nil)
+}
+
+// exampleBlock is a fenced code block of a page.
 type exampleBlock struct {
-	line int // of the opening fence, 1-based
+	file string // the page, relative to the repository root
+	line int    // of the opening fence, 1-based
 	lang string
 	code string
 	mark exampleMark
@@ -173,6 +254,7 @@ type exampleMark struct {
 	skip   string
 	server string
 	uses   []string
+	twice  bool
 }
 
 const (
@@ -202,9 +284,9 @@ var (
 	markRE  = regexp.MustCompile(`^\s*<!--\s*example:(.*?)-->\s*$`)
 )
 
-// parseExamples returns the README's example blocks (documentation blocks left out) and the
-// problems of its marks, each with its line.
-func parseExamples(text string) ([]exampleBlock, []error) {
+// parseExamples returns the example blocks of the page file (documentation blocks left out)
+// and the problems of its marks, each with its line.
+func parseExamples(file, text string) ([]exampleBlock, []error) {
 	lines := strings.Split(text, "\n")
 	var (
 		blocks   []exampleBlock
@@ -216,11 +298,11 @@ func parseExamples(text string) ([]exampleBlock, []error) {
 		line := lines[i]
 		if m := markRE.FindStringSubmatch(line); m != nil {
 			if mark != nil {
-				errs = append(errs, fmt.Errorf("README.md:%d: an example mark not followed by a code block", markLine))
+				errs = append(errs, fmt.Errorf("%s:%d: an example mark not followed by a code block", file, markLine))
 			}
 			mk, err := parseMark(m[1])
 			if err != nil {
-				errs = append(errs, fmt.Errorf("README.md:%d: %v", i+1, err))
+				errs = append(errs, fmt.Errorf("%s:%d: %v", file, i+1, err))
 			}
 			mark, markLine = &mk, i+1
 			continue
@@ -228,7 +310,7 @@ func parseExamples(text string) ([]exampleBlock, []error) {
 		f := fenceRE.FindStringSubmatch(line)
 		if f == nil {
 			if strings.TrimSpace(line) != "" && mark != nil {
-				errs = append(errs, fmt.Errorf("README.md:%d: an example mark not followed by a code block", markLine))
+				errs = append(errs, fmt.Errorf("%s:%d: an example mark not followed by a code block", file, markLine))
 				mark = nil
 			}
 			continue
@@ -250,9 +332,9 @@ func parseExamples(text string) ([]exampleBlock, []error) {
 			code = append(code, l)
 		}
 		if !closed {
-			errs = append(errs, fmt.Errorf("README.md:%d: a code block that is never closed", start))
+			errs = append(errs, fmt.Errorf("%s:%d: a code block that is never closed", file, start))
 		}
-		b := exampleBlock{line: start, lang: lang, code: strings.Join(code, "\n") + "\n"}
+		b := exampleBlock{file: file, line: start, lang: lang, code: strings.Join(code, "\n") + "\n"}
 		if mark != nil {
 			b.mark = *mark
 			mark = nil
@@ -261,23 +343,25 @@ func parseExamples(text string) ([]exampleBlock, []error) {
 		case r == "" && (b.mark.isZero() || b.mark.skip != ""):
 			continue // documentation
 		case r == "":
-			errs = append(errs, fmt.Errorf("README.md:%d: a ```%s block is not run: only skip marks apply to it", start, lang))
+			errs = append(errs, fmt.Errorf("%s:%d: a ```%s block is not run: only skip marks apply to it", file, start, lang))
 		case r == "?" && b.mark.skip == "":
-			errs = append(errs, fmt.Errorf("README.md:%d: nothing runs ```%s blocks: add a runner to e2e/readme_test.go, or mark the block <!-- example: skip: why -->", start, lang))
+			errs = append(errs, fmt.Errorf("%s:%d: nothing runs ```%s blocks: add a runner to e2e/readme_test.go, or mark the block <!-- example: skip: why -->", file, start, lang))
 		case b.mark.server != "" && r == runJS:
-			errs = append(errs, fmt.Errorf("README.md:%d: a js block cannot be a server", start))
+			errs = append(errs, fmt.Errorf("%s:%d: a js block cannot be a server", file, start))
 		case len(b.mark.uses) > 0 && r != runJS:
-			errs = append(errs, fmt.Errorf("README.md:%d: only js blocks take values from earlier blocks", start))
+			errs = append(errs, fmt.Errorf("%s:%d: only js blocks take values from earlier blocks", file, start))
 		}
 		blocks = append(blocks, b)
 	}
 	if mark != nil {
-		errs = append(errs, fmt.Errorf("README.md:%d: an example mark not followed by a code block", markLine))
+		errs = append(errs, fmt.Errorf("%s:%d: an example mark not followed by a code block", file, markLine))
 	}
 	return blocks, errs
 }
 
-func (m exampleMark) isZero() bool { return m.skip == "" && m.server == "" && len(m.uses) == 0 }
+func (m exampleMark) isZero() bool {
+	return m.skip == "" && m.server == "" && len(m.uses) == 0 && !m.twice
+}
 
 func parseMark(s string) (exampleMark, error) {
 	var m exampleMark
@@ -299,6 +383,11 @@ func parseMark(s string) (exampleMark, error) {
 				return m, fmt.Errorf("`server` needs the URL that answers 2xx once the server is ready, not %q", val)
 			}
 			m.server = val
+		case "twice":
+			if val != "" {
+				return m, errors.New("`twice` takes no value")
+			}
+			m.twice = true
 		case "uses":
 			for _, n := range strings.Split(val, ",") {
 				if n = strings.TrimSpace(n); !regexp.MustCompile(`^[A-Za-z_$][\w$]*$`).MatchString(n) {
@@ -307,7 +396,7 @@ func parseMark(s string) (exampleMark, error) {
 				m.uses = append(m.uses, n)
 			}
 		default:
-			return m, fmt.Errorf("unknown example mark %q (skip, server, uses)", clause)
+			return m, fmt.Errorf("unknown example mark %q (skip, server, uses, twice)", clause)
 		}
 	}
 	return m, nil
@@ -330,9 +419,9 @@ func resolveUses(blocks []exampleBlock) (map[int][]string, []error) {
 			}
 			switch {
 			case found < 0:
-				errs = append(errs, fmt.Errorf("README.md:%d: uses %s, which no earlier js block declares", b.line, name))
+				errs = append(errs, fmt.Errorf("%s:%d: uses %s, which no earlier js block of the page declares", b.file, b.line, name))
 			case blocks[found].mark.skip != "":
-				errs = append(errs, fmt.Errorf("README.md:%d: uses %s from README.md:%d, which is not run", b.line, name, blocks[found].line))
+				errs = append(errs, fmt.Errorf("%s:%d: uses %s from line %d, which is not run", b.file, b.line, name, blocks[found].line))
 			case !slices.Contains(out[found], name):
 				out[found] = append(out[found], name)
 			}
@@ -341,10 +430,12 @@ func resolveUses(blocks []exampleBlock) (map[int][]string, []error) {
 	return out, errs
 }
 
-// readmeHarness runs the blocks and keeps what they leave: exported shell variables, values of
-// js blocks, servers.
+// readmeHarness runs the blocks of a page and keeps what they leave: exported shell variables,
+// values of js blocks, servers.
 type readmeHarness struct {
-	t              *testing.T
+	t              *testing.T // the page's subtest
+	page           string     // the page running
+	refURL         string     // where the reference server listens
 	ctx            context.Context
 	repo, e2e, dir string
 	node, chromium string
@@ -353,7 +444,7 @@ type readmeHarness struct {
 	env            []string // the shell's exported variables
 	exports        map[string]json.RawMessage
 	pageURL        string
-	n              int // blocks run, for file names
+	n              int // blocks run, of every page, for file names
 	newDatabase    func() string
 	// servers stops the server started by a block, by the host and port of its ready URL.
 	servers map[string]func()
@@ -479,11 +570,11 @@ func (h *readmeHarness) js(b exampleBlock, code string, exports []string) error 
 	if len(exports) > 0 {
 		fmt.Fprintf(&src, "\n;export const __readme = { %s };\n", strings.Join(exports, ", "))
 	}
-	name := fmt.Sprintf("block-%d.mjs", b.line)
+	name := fmt.Sprintf("block-%d.mjs", h.n)
 	if err := os.WriteFile(filepath.Join(h.dir, name), []byte(src.String()), 0o600); err != nil {
 		return err
 	}
-	out := filepath.Join(h.dir, fmt.Sprintf("exports-%d.json", b.line))
+	out := filepath.Join(h.dir, fmt.Sprintf("exports-%d.json", h.n))
 	ctx, cancel := context.WithTimeout(h.ctx, exampleTimeout)
 	defer cancel()
 	var cmd *exec.Cmd
@@ -504,7 +595,7 @@ writeFileSync(process.argv[2], JSON.stringify(m.__readme ?? {}));
 	cmd.Dir = h.dir
 	output, err := runGroup(ctx, cmd)
 	if err != nil {
-		return fmt.Errorf("%v (line 1 of %s is README.md:%d)\n%s", err, name, b.line+1, output)
+		return fmt.Errorf("%v (line 1 of %s is %s:%d)\n%s", err, name, b.file, b.line+1, output)
 	}
 	if len(exports) > 0 {
 		raw, err := os.ReadFile(out)
@@ -533,7 +624,7 @@ func (h *readmeHarness) goProgram(b exampleBlock, code, ready string) error {
 	} else if string(formatted) != b.code {
 		return errors.New("not gofmt-formatted")
 	}
-	dir := filepath.Join(h.dir, fmt.Sprintf("go-%d", b.line))
+	dir := filepath.Join(h.dir, fmt.Sprintf("go-%d", h.n))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -623,7 +714,7 @@ func (h *readmeHarness) serve(b exampleBlock, cmd *exec.Cmd, ready string) error
 	h.t.Cleanup(func() {
 		stop()
 		if h.t.Failed() {
-			h.t.Logf("README.md:%d: output of the server:\n%s", b.line, out.String())
+			h.t.Logf("%s:%d: output of the server:\n%s", b.file, b.line, out.String())
 		}
 	})
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -658,7 +749,7 @@ func (h *readmeHarness) serve(b exampleBlock, cmd *exec.Cmd, ready string) error
 // startPageServer serves the page the browser examples run in: an import map that resolves
 // @nangohq/frontend to the published package, which it serves from e2e/node_modules, and the
 // blocks written to the harness's directory.
-func (h *readmeHarness) startPageServer() {
+func (h *readmeHarness) startPageServer(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /frontend/", http.StripPrefix("/frontend/",
 		http.FileServer(http.Dir(filepath.Join(h.e2e, "node_modules", "@nangohq", "frontend", "dist")))))
@@ -680,7 +771,7 @@ func (h *readmeHarness) startPageServer() {
 `)
 	})
 	srv := httptest.NewServer(mux)
-	h.t.Cleanup(srv.Close)
+	t.Cleanup(srv.Close)
 	h.pageURL = srv.URL + "/page.html"
 }
 
@@ -788,7 +879,7 @@ func TestParseExamples(t *testing.T) {
 		"serve", // 19
 		"```",   // 20
 	}, "\n")
-	blocks, errs := parseExamples(doc)
+	blocks, errs := parseExamples("README.md", doc)
 	if len(blocks) != 4 {
 		t.Fatalf("%d blocks, want 4: %+v", len(blocks), blocks)
 	}
@@ -816,13 +907,22 @@ func TestParseExamples(t *testing.T) {
 		"unknown language":      "```python\nprint(1)\n```\n",
 		"unclosed":              "```sh\nx\n",
 		"server without URL":    "<!-- example: server: later -->\n```sh\nx\n```\n",
+		"twice with a value":    "<!-- example: twice: 3 -->\n```sh\nx\n```\n",
 	} {
-		if _, errs := parseExamples(doc); len(errs) == 0 {
+		if _, errs := parseExamples("README.md", doc); len(errs) == 0 {
 			t.Errorf("%s: no error", name)
 		}
 	}
+	// Problems name the page they are on; twice runs a block again.
+	blocks, errs = parseExamples("docs/ops.md", "x\n<!-- example: twice -->\n```sh\necho\n```\n```ruby\nputs 1\n```\n")
+	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "docs/ops.md:6:") {
+		t.Errorf("errors %v, want one about docs/ops.md:6", errs)
+	}
+	if len(blocks) != 2 || !blocks[0].mark.twice || blocks[0].file != "docs/ops.md" || blocks[0].line != 3 {
+		t.Errorf("blocks %+v", blocks)
+	}
 	// A marked unknown language is fine; so is documentation.
-	if _, errs := parseExamples("<!-- example: skip: no python here -->\n```python\nprint(1)\n```\n```yaml\na: 1\n```\n"); len(errs) != 0 {
+	if _, errs := parseExamples("docs/x.md", "<!-- example: skip: no python here -->\n```python\nprint(1)\n```\n```yaml\na: 1\n```\n"); len(errs) != 0 {
 		t.Errorf("errors %v", errs)
 	}
 
@@ -831,12 +931,12 @@ func TestParseExamples(t *testing.T) {
 		t.Errorf("splitLastCommand: %q, %q", setup, last)
 	}
 	// The nearest earlier declaration hands the value over.
-	blocks, _ = parseExamples("```js\nconst { data } = f();\n```\n```js\nlet x = 1;\n```\n<!-- example: uses: data -->\n```js\ng(data);\n```\n")
+	blocks, _ = parseExamples("docs/x.md", "```js\nconst { data } = f();\n```\n```js\nlet x = 1;\n```\n<!-- example: uses: data -->\n```js\ng(data);\n```\n")
 	exp, errs := resolveUses(blocks)
 	if len(errs) != 0 || !slices.Equal(exp[0], []string{"data"}) || len(exp[1]) != 0 {
 		t.Errorf("resolveUses: %v %v", exp, errs)
 	}
-	blocks, _ = parseExamples("<!-- example: uses: nope -->\n```js\ng(nope);\n```\n")
+	blocks, _ = parseExamples("docs/x.md", "<!-- example: uses: nope -->\n```js\ng(nope);\n```\n")
 	if _, errs := resolveUses(blocks); len(errs) != 1 {
 		t.Errorf("an undeclared name: %v", errs)
 	}
