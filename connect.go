@@ -32,7 +32,10 @@ import (
 // EncryptionKey is one key of the keyring that seals secrets at rest.
 type EncryptionKey struct {
 	// ID names the key inside sealed values (1 to 32 letters, digits, '-'
-	// or '_'). It must never be reused for different key material.
+	// or '_'). It must never be reused for different key material. Empty
+	// means EncryptionKeyID(Key), the id derived from the key itself, which
+	// ParseEncryptionKey and the reference server use too: leave it empty
+	// unless the database holds values sealed under an id chosen otherwise.
 	ID string
 	// Key is 32 random bytes.
 	Key []byte
@@ -361,6 +364,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	keys := make([]secret.Key, len(cfg.EncryptionKeys))
 	for i, k := range cfg.EncryptionKeys {
+		if k.ID == "" {
+			k.ID = EncryptionKeyID(k.Key)
+		}
 		keys[i] = secret.Key{ID: k.ID, Secret: k.Key}
 	}
 	keyring, err := secret.NewKeyring(keys...)
@@ -466,6 +472,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.Providers = cat
 	}
 	s := &Service{cfg: cfg, store: cfg.Store, keyring: keyring, logger: cfg.Logger, connectUI: connectUI}
+	// Nothing is sealed before the keys are checked against the Store.
+	keyring.Guard(s.checkEncryptionKeys)
 	switch {
 	case cfg.RateLimiter != nil:
 		s.limiter = cfg.RateLimiter
@@ -792,7 +800,12 @@ func (s *Service) Stop(ctx context.Context) error {
 // re-sealed. After it returns without error, older keys can be removed
 // from Config.EncryptionKeys: it also drops their ids from the Store's
 // registry (see CheckEncryptionKeys) when no value names them any longer.
+// It checks the keys first (CheckEncryptionKeys, unless a check passed) and
+// re-seals nothing when the Store needs a key the Service lacks.
 func (s *Service) ReencryptSecrets(ctx context.Context) (int, error) {
+	if err := s.keyring.Ready(ctx); err != nil {
+		return 0, err
+	}
 	n, err := s.reencryptRecords(ctx)
 	if err != nil {
 		return n, err
