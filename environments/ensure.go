@@ -58,7 +58,7 @@ func (s *Service) Ensure(ctx context.Context, in CreateInput, key *NewAPIKey) (*
 	var want *APIKey
 	if key != nil {
 		if key.Secret == "" {
-			return nil, store.Invalid("invalid_body", "Ensure needs the API key's secret: a generated key could not be found again.")
+			return nil, store.Invalid("invalid_body", "The API key to ensure has no secret: give it one of 16 to 512 characters (a generated key could not be found again).")
 		}
 		var err error
 		if want, err = s.newAPIKey(0, key.Name, key.Secret, key.Scopes); err != nil {
