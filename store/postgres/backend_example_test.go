@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"net/http"
 	"os"
@@ -30,7 +31,7 @@ func ExampleConnect() {
 func run(ctx context.Context) error {
 	key, err := connect.ParseEncryptionKey(os.Getenv("CONNECT_ENCRYPTION_KEY"))
 	if err != nil {
-		return err
+		return fmt.Errorf("CONNECT_ENCRYPTION_KEY: %w", err)
 	}
 	pg, err := postgres.Connect(ctx, os.Getenv("DATABASE_URL"), nil) // pool, tables, job queue, rate limiter
 	if err != nil {
@@ -42,7 +43,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The environment and your backend's API key: created once, then found.
+	// The environment of your end users' connections and your backend's API key for it: made once, then found.
 	_, err = svc.Environments().Ensure(ctx, environments.CreateInput{Name: "dev"}, &environments.NewAPIKey{
 		Name: "backend", Secret: os.Getenv("CONNECT_API_KEY"), Scopes: []string{environments.ScopeAll}})
 	if err != nil {
