@@ -49,3 +49,17 @@ func ExampleService_Environments() {
 	// start 2 prod created: false false
 	// with another key: true
 }
+
+// Read the encryption key from its base64 text (openssl rand -base64 32):
+// its id derives from the key, so the same key always has the same id, in
+// every program that uses the library and in the reference server.
+func ExampleParseEncryptionKey() {
+	key, err := connect.ParseEncryptionKey("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\n")
+	fmt.Println(key.ID, len(key.Key), err, key.ID == connect.EncryptionKeyID(key.Key))
+
+	_, err = connect.ParseEncryptionKey("c2hvcnQ=")
+	fmt.Println(err)
+	// Output:
+	// k4bb06f8e 32 <nil> true
+	// connect: the encryption key is 5 bytes, want 32 (openssl rand -base64 32)
+}
