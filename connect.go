@@ -56,8 +56,10 @@ type Config struct {
 	// again. Start (and CheckEncryptionKeys) refuse to run without a key
 	// that stored secrets need, or with other material under its id, and a
 	// read that meets such a secret answers 500 unknown_encryption_key
-	// (encryption_key_mismatch). Give each key material its own id (the
-	// reference server derives it from a hash of the key).
+	// (encryption_key_mismatch). Give each key material its own id: leave
+	// ID empty for EncryptionKeyID's, derived from the key (as
+	// ParseEncryptionKey and the reference server do). Nothing is written
+	// before the keys are checked: see CheckEncryptionKeys.
 	EncryptionKeys []EncryptionKey
 
 	// Providers is the provider catalogue. Defaults to
@@ -125,7 +127,7 @@ type Config struct {
 	// postgres.NewScheduler(db, opts, cfg) instead: jobs are then rows
 	// inserted in the same transaction as the change that caused them,
 	// they survive restarts, and every instance on the database shares
-	// them. The webhook delivery job only wakes the outbox (attempts run
+	// them (postgres.Connect makes one, as Backend.Scheduler). The webhook delivery job only wakes the outbox (attempts run
 	// outside it, and wait in the Store between them), so the default
 	// JobTimeout suffices. New registers the webhook delivery handler on
 	// it; Start and Stop start and stop it.
