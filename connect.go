@@ -123,14 +123,14 @@ type Config struct {
 	// in-process jobs.Memory whose queue is lost when the process exits;
 	// when the Store implements store.CommitHooker (store/memory and
 	// store/postgres do), a job enqueued in a transaction is queued only
-	// once it commits. With store/postgres, pass
-	// postgres.NewScheduler(db, opts, cfg) instead: jobs are then rows
-	// inserted in the same transaction as the change that caused them,
-	// they survive restarts, and every instance on the database shares
-	// them (postgres.Connect makes one, as Backend.Scheduler). The webhook delivery job only wakes the outbox (attempts run
-	// outside it, and wait in the Store between them), so the default
-	// JobTimeout suffices. New registers the webhook delivery handler on
-	// it; Start and Stop start and stop it.
+	// once it commits. With store/postgres, pass postgres.Connect's
+	// Backend.Scheduler (or postgres.NewScheduler(db, opts, cfg)) instead:
+	// jobs are then rows inserted in the same transaction as the change
+	// that caused them, they survive restarts, and every instance on the
+	// database shares them. The webhook delivery job only wakes the
+	// outbox (attempts run outside it, and wait in the Store between
+	// them), so the default JobTimeout suffices. New registers the webhook
+	// delivery handler on it; Start and Stop start and stop it.
 	Scheduler jobs.Scheduler
 
 	// Notifier receives events (connection created, refresh failed, sync
