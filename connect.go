@@ -32,7 +32,10 @@ import (
 // EncryptionKey is one key of the keyring that seals secrets at rest.
 type EncryptionKey struct {
 	// ID names the key inside sealed values (1 to 32 letters, digits, '-'
-	// or '_'). It must never be reused for different key material.
+	// or '_'). It must never be reused for different key material. Empty
+	// means EncryptionKeyID(Key), the id derived from the key itself, which
+	// ParseEncryptionKey and the reference server use too: leave it empty
+	// unless the database holds values sealed under an id chosen otherwise.
 	ID string
 	// Key is 32 random bytes.
 	Key []byte
@@ -53,8 +56,10 @@ type Config struct {
 	// again. Start (and CheckEncryptionKeys) refuse to run without a key
 	// that stored secrets need, or with other material under its id, and a
 	// read that meets such a secret answers 500 unknown_encryption_key
-	// (encryption_key_mismatch). Give each key material its own id (the
-	// reference server derives it from a hash of the key).
+	// (encryption_key_mismatch). Give each key material its own id: leave
+	// ID empty for EncryptionKeyID's, derived from the key (as
+	// ParseEncryptionKey and the reference server do). Nothing is written
+	// before the keys are checked: see CheckEncryptionKeys.
 	EncryptionKeys []EncryptionKey
 
 	// Providers is the provider catalogue. Defaults to
@@ -118,14 +123,14 @@ type Config struct {
 	// in-process jobs.Memory whose queue is lost when the process exits;
 	// when the Store implements store.CommitHooker (store/memory and
 	// store/postgres do), a job enqueued in a transaction is queued only
-	// once it commits. With store/postgres, pass
-	// postgres.NewScheduler(db, opts, cfg) instead: jobs are then rows
-	// inserted in the same transaction as the change that caused them,
-	// they survive restarts, and every instance on the database shares
-	// them. The webhook delivery job only wakes the outbox (attempts run
-	// outside it, and wait in the Store between them), so the default
-	// JobTimeout suffices. New registers the webhook delivery handler on
-	// it; Start and Stop start and stop it.
+	// once it commits. With store/postgres, pass postgres.Connect's
+	// Backend.Scheduler (or postgres.NewScheduler(db, opts, cfg)) instead:
+	// jobs are then rows inserted in the same transaction as the change
+	// that caused them, they survive restarts, and every instance on the
+	// database shares them. The webhook delivery job only wakes the
+	// outbox (attempts run outside it, and wait in the Store between
+	// them), so the default JobTimeout suffices. New registers the webhook
+	// delivery handler on it; Start and Stop start and stop it.
 	Scheduler jobs.Scheduler
 
 	// Notifier receives events (connection created, refresh failed, sync
@@ -361,6 +366,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	keys := make([]secret.Key, len(cfg.EncryptionKeys))
 	for i, k := range cfg.EncryptionKeys {
+		if k.ID == "" {
+			k.ID = EncryptionKeyID(k.Key)
+		}
 		keys[i] = secret.Key{ID: k.ID, Secret: k.Key}
 	}
 	keyring, err := secret.NewKeyring(keys...)
@@ -466,6 +474,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.Providers = cat
 	}
 	s := &Service{cfg: cfg, store: cfg.Store, keyring: keyring, logger: cfg.Logger, connectUI: connectUI}
+	// Nothing is sealed before the keys are checked against the Store.
+	keyring.Guard(s.checkEncryptionKeys)
 	switch {
 	case cfg.RateLimiter != nil:
 		s.limiter = cfg.RateLimiter
@@ -792,7 +802,12 @@ func (s *Service) Stop(ctx context.Context) error {
 // re-sealed. After it returns without error, older keys can be removed
 // from Config.EncryptionKeys: it also drops their ids from the Store's
 // registry (see CheckEncryptionKeys) when no value names them any longer.
+// It checks the keys first (CheckEncryptionKeys, unless a check passed) and
+// re-seals nothing when the Store needs a key the Service lacks.
 func (s *Service) ReencryptSecrets(ctx context.Context) (int, error) {
+	if err := s.keyring.Ready(ctx); err != nil {
+		return 0, err
+	}
 	n, err := s.reencryptRecords(ctx)
 	if err != nil {
 		return n, err

@@ -6,20 +6,29 @@
 // # Embedding
 //
 // Build a Service with New from a Config that names a Store and the
-// encryption keys, then mount its handlers on the host's mux:
+// encryption keys, make sure of the environment and API key the host uses,
+// then mount its handlers on the host's mux:
 //
-//	db, _ := postgres.Open(ctx, dsn, nil) // a pool sized and kept open (see package store/postgres)
-//	if err := postgres.Migrate(ctx, db, nil); err != nil { ... }
-//	st, _ := postgres.New(db, nil)
-//	sched, _ := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{})
+//	key, err := connect.ParseEncryptionKey(os.Getenv("CONNECT_ENCRYPTION_KEY")) // base64 of 32 bytes
+//	pg, err := postgres.Connect(ctx, dsn, nil) // pool, tables, job queue and rate limiter (see package store/postgres)
+//	defer pg.Close()
 //	svc, err := connect.New(connect.Config{
-//		Store:          st,
-//		Scheduler:      sched,
-//		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: key32}},
+//		Store:          pg.Store,
+//		Scheduler:      pg.Scheduler,
+//		RateLimiter:    pg.RateLimiter,
+//		EncryptionKeys: []connect.EncryptionKey{key},
 //		PublicURL:      "https://app.example.com/connect",
 //	})
+//	_, err = svc.Environments().Ensure(ctx, environments.CreateInput{Name: "prod"},
+//		&environments.NewAPIKey{Name: "backend", Secret: apiKey, Scopes: []string{environments.ScopeAll}})
 //	if err := svc.Start(ctx); err != nil { ... } // background work: webhook deliveries
 //	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
+//
+// Nothing is written before the encryption keys are checked against the
+// Store (see [Service.CheckEncryptionKeys]): Ensure, and the first write
+// that seals a secret, check them when Start has not, and a Service whose
+// keys do not open the stored secrets fails without writing. Ensure is
+// idempotent and atomic, safe at every start of every instance.
 //
 // The handler's routes are relative to where it is mounted, and
 // [Config.PublicURL] says where that is as browsers and providers see it,

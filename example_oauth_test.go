@@ -24,7 +24,7 @@ import (
 func ExampleService_ConnectSessions() {
 	svc, _ := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		PublicURL:      "https://connect.example.com",
 	})
 	ctx := context.Background()
@@ -65,7 +65,7 @@ func ExampleService_ConnectSessions() {
 func ExampleService_Sweep() {
 	svc, _ := connect.New(connect.Config{
 		Store:               memory.New(),
-		EncryptionKeys:      []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys:      []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		MaintenanceInterval: -1,
 	})
 	res, err := svc.Sweep(context.Background(), 10*time.Minute)
@@ -80,7 +80,7 @@ func ExampleService_Sweep() {
 func ExampleService_Handler_underPrefix() {
 	svc, err := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		PublicURL:      "https://app.example.com/connect",
 	})
 	if err != nil {

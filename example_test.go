@@ -23,7 +23,7 @@ import (
 func ExampleService_Handler() {
 	svc, err := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 	})
 	if err != nil {
 		panic(err)
@@ -65,7 +65,7 @@ func ExampleService_Handler() {
 func ExampleService_Connections() {
 	svc, _ := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 	})
 	ctx := context.Background()
 	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
@@ -99,7 +99,7 @@ func ExampleService_Proxy() {
 
 	svc, _ := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		// The stand-in listens on 127.0.0.1, which provider calls may not
 		// reach by default.
 		Egress: egress.Policy{AllowLoopback: true},

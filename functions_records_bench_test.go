@@ -337,7 +337,7 @@ func (f *recordsBench) seal(b *testing.B, batches [][]benchTicket) []sealedBatch
 			if err != nil {
 				b.Fatal(err)
 			}
-			sealed, err := f.keyring.Seal(functions.PurposeRecordPayload, p)
+			sealed, err := f.keyring.Seal(b.Context(), functions.PurposeRecordPayload, p)
 			if err != nil {
 				b.Fatal(err)
 			}

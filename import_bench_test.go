@@ -271,7 +271,7 @@ func (f *importBench) baseline(b *testing.B, tag string, round int) func() {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sealed, err := f.keyring.Seal("connection.credentials", creds)
+		sealed, err := f.keyring.Seal(b.Context(), "connection.credentials", creds)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,12 +2,16 @@ package connect
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/store"
 )
 
@@ -58,6 +62,36 @@ func (e *MissingKeysError) Error() string {
 // Is reports whether target is ErrEncryptionKey.
 func (e *MissingKeysError) Is(target error) bool { return target == store.ErrEncryptionKey }
 
+// EncryptionKeyID returns the id of an encryption key derived from the key
+// itself: "k" and the first 8 hex digits of the SHA-256 of its bytes, such
+// as "k3f2a9c01" (in a shell: base64 -d < connect.key | sha256sum | cut
+// -c1-8). It is the id of an EncryptionKey whose ID is empty, and the id
+// ParseEncryptionKey and the reference server give a key, so that one key
+// opens the same stored secrets whichever of them sealed those. Distinct
+// keys get distinct ids (but for a chance of one in four billion, which
+// CheckEncryptionKeys would report as a mismatch).
+func EncryptionKeyID(key []byte) string {
+	sum := sha256.Sum256(key)
+	return "k" + hex.EncodeToString(sum[:4])
+}
+
+// ParseEncryptionKey decodes an encryption key given as standard base64 of
+// 32 bytes (openssl rand -base64 32), spaces and line breaks around it
+// ignored, and returns it with the id EncryptionKeyID derives. Its error
+// says what is wrong with the text without quoting it.
+func ParseEncryptionKey(b64 string) (EncryptionKey, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+	switch {
+	case strings.TrimSpace(b64) == "":
+		return EncryptionKey{}, errors.New("connect: the encryption key is empty: make one with openssl rand -base64 32, keep it, and give it at every start")
+	case err != nil:
+		return EncryptionKey{}, errors.New("connect: the encryption key is not standard base64 (openssl rand -base64 32)")
+	case len(key) != secret.KeySize:
+		return EncryptionKey{}, fmt.Errorf("connect: the encryption key is %d bytes, want %d (openssl rand -base64 32)", len(key), secret.KeySize)
+	}
+	return EncryptionKey{ID: EncryptionKeyID(key), Key: key}, nil
+}
+
 // CheckEncryptionKeys verifies that Config.EncryptionKeys holds every key
 // that the Store's sealed values were sealed under, and returns a
 // *MissingKeysError naming the missing key ids (and how many values of
@@ -75,7 +109,24 @@ func (e *MissingKeysError) Is(target error) bool { return target == store.ErrEnc
 // with other material) does it count the values, reading them all; an id
 // that no value names any longer (its values re-sealed or deleted) is then
 // dropped from the registry, and is no error.
+//
+// Nothing is sealed and written before a check passed: the first write
+// that seals a secret (creating an environment, an integration, a
+// connection, ...) and Environments().Ensure run this check when neither
+// Start nor the host ran it, and fail with its error. A check that passed
+// is not run again, however many values are sealed after it.
 func (s *Service) CheckEncryptionKeys(ctx context.Context) error {
+	if err := s.checkEncryptionKeys(ctx); err != nil {
+		return err
+	}
+	s.keyring.MarkChecked()
+	return nil
+}
+
+// checkEncryptionKeys is CheckEncryptionKeys without recording that it
+// passed: the keyring's guard (secret.Keyring.Guard) runs it and records
+// that itself.
+func (s *Service) checkEncryptionKeys(ctx context.Context) error {
 	ids, err := s.store.SealingKeyIDs(ctx)
 	if err != nil {
 		return fmt.Errorf("connect: check encryption keys: %w", err)

@@ -313,7 +313,7 @@ func TestEncryptionKeyCheckFunctions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := ring.Seal(kind, []byte(`{"v":1}`))
+			v, err := ring.Seal(ctx, kind, []byte(`{"v":1}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,7 +331,7 @@ func TestEncryptionKeyCheckFunctions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, kind := range []string{store.SealedActionInput, store.SealedActionOutput, store.SealedActionError} {
-			input, err := plain.Seal(store.SealedActionInput, []byte(`{}`))
+			input, err := plain.Seal(ctx, store.SealedActionInput, []byte(`{}`))
 			if err != nil {
 				t.Fatal(err)
 			}

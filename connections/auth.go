@@ -563,7 +563,7 @@ func (ss *Sessions) save(ctx context.Context, sess *Session, it *integrations.In
 				CreatedAt:          now,
 				UpdatedAt:          now,
 			}
-			if err := ss.conns.seal(c); err != nil {
+			if err := ss.conns.seal(ctx, c); err != nil {
 				return err
 			}
 			if err := ss.conns.store.CreateConnection(ctx, c); err != nil {

@@ -186,7 +186,7 @@ type ImportResult struct {
 // writes an operations log entry (import_create or import_update) and
 // sends no webhook.
 func (s *Service) Import(ctx context.Context, environmentID int64, in ImportInput) (*Connection, bool, error) {
-	p, err := s.prepareImport(environmentID, &in, func(key string) (l integrationLookup) {
+	p, err := s.prepareImport(ctx, environmentID, &in, func(key string) (l integrationLookup) {
 		l.it, l.err = s.integrations.GetIntegration(ctx, environmentID, key)
 		if errors.Is(l.err, store.ErrNotFound) {
 			l.err = store.NotFound("unknown_provider_config", "The integration %q was not found.", key)
@@ -241,8 +241,12 @@ func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []Im
 	if len(ins) == 0 || len(ins) > MaxImportBatch {
 		return nil, batchSizeError(strconv.Itoa(len(ins)))
 	}
-	// The integrations, looked up before the transaction: the preparing
-	// goroutine does not use the Store, which a transaction may hold.
+	// The keys checked and the integrations looked up before the
+	// transaction: the preparing goroutine does not use the Store, which a
+	// transaction may hold.
+	if err := s.keyring.Ready(ctx); err != nil {
+		return nil, err
+	}
 	lookups := map[string]integrationLookup{}
 	for i := range ins {
 		k := ins[i].ProviderConfigKey
@@ -294,7 +298,7 @@ func (s *Service) ImportBatch(ctx context.Context, environmentID int64, ins []Im
 				return
 			default:
 			}
-			p, err := s.prepareImport(environmentID, &ins[i], lookup)
+			p, err := s.prepareImport(ctx, environmentID, &ins[i], lookup)
 			if err != nil {
 				fe, ok := itemProblems(i, err)
 				if !ok {
@@ -418,7 +422,7 @@ type integrationLookup struct {
 
 // prepareImport validates one import and builds its ImportItem, sealed.
 // lookup returns the integration of a provider_config_key.
-func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup func(key string) integrationLookup) (*ImportItem, error) {
+func (s *Service) prepareImport(ctx context.Context, environmentID int64, in *ImportInput, lookup func(key string) integrationLookup) (*ImportItem, error) {
 	if in.ProviderConfigKey == "" {
 		return nil, httpapi.InvalidField("is required", "provider_config_key")
 	}
@@ -495,7 +499,7 @@ func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup fun
 	if c.ConnectionConfig == nil {
 		c.ConnectionConfig = map[string]any{}
 	}
-	if err := s.seal(c); err != nil {
+	if err := s.seal(ctx, c); err != nil {
 		return nil, err
 	}
 	// The operations log entry, stored with the connection (its Operation

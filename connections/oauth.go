@@ -270,7 +270,7 @@ func (ss *Sessions) StartOAuth(ctx context.Context, sess *Session, in OAuthStart
 	f.StateHash = hashState(state)
 	browser := randomToken()
 	f.BrowserHash = hashState(browser)
-	if err := ss.sealFlow(f); err != nil {
+	if err := ss.sealFlow(ctx, f); err != nil {
 		return nil, err
 	}
 	if err := ss.cfg.Store.CreateOAuthFlow(ctx, f); err != nil {
@@ -588,7 +588,7 @@ func hashState(s string) []byte {
 	return h[:]
 }
 
-func (ss *Sessions) sealFlow(f *OAuthFlow) error {
+func (ss *Sessions) sealFlow(ctx context.Context, f *OAuthFlow) error {
 	if f.Secrets == nil {
 		f.SealedSecrets = ""
 		return nil
@@ -597,7 +597,7 @@ func (ss *Sessions) sealFlow(f *OAuthFlow) error {
 	if err != nil {
 		return err
 	}
-	sealed, err := ss.conns.keyring.Seal(purposeFlowSecrets, b)
+	sealed, err := ss.conns.keyring.Seal(ctx, purposeFlowSecrets, b)
 	if err != nil {
 		return err
 	}

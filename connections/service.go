@@ -223,7 +223,7 @@ func (s *Service) update(ctx context.Context, environmentID int64, integrationKe
 		if touch {
 			c.UpdatedAt = s.nowUTC()
 		}
-		if err := s.seal(c); err != nil {
+		if err := s.seal(ctx, c); err != nil {
 			return nil, err
 		}
 		err = s.store.UpdateConnection(ctx, c)
@@ -448,7 +448,7 @@ func ValidConnectionID(id string) bool {
 	return true
 }
 
-func (s *Service) seal(c *Connection) error {
+func (s *Service) seal(ctx context.Context, c *Connection) error {
 	if c.Credentials == nil {
 		c.SealedCredentials = ""
 		return nil
@@ -457,7 +457,7 @@ func (s *Service) seal(c *Connection) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.keyring.Seal(purposeCredentials, b)
+	v, err := s.keyring.Seal(ctx, purposeCredentials, b)
 	if err != nil {
 		return err
 	}

@@ -474,7 +474,7 @@ func (ss *Sessions) insert(ctx context.Context, sess *Session) (*NewSession, err
 	sess.TokenHash = HashSessionToken(tok)
 	sess.CreatedAt = now
 	sess.ExpiresAt = now.Add(ss.cfg.TTL)
-	if err := ss.seal(sess); err != nil {
+	if err := ss.seal(ctx, sess); err != nil {
 		return nil, err
 	}
 	if err := ss.cfg.Store.CreateConnectSession(ctx, sess); err != nil {
@@ -501,7 +501,7 @@ func (ss *Sessions) ConnectLink(token string) string {
 	return u.String()
 }
 
-func (ss *Sessions) seal(sess *Session) error {
+func (ss *Sessions) seal(ctx context.Context, sess *Session) error {
 	if len(sess.IntegrationsConfigDefaults) == 0 {
 		sess.SealedIntegrationsConfigDefaults = ""
 		return nil
@@ -510,7 +510,7 @@ func (ss *Sessions) seal(sess *Session) error {
 	if err != nil {
 		return err
 	}
-	sess.SealedIntegrationsConfigDefaults, err = ss.conns.keyring.Seal(purposeSessionDefaults, b)
+	sess.SealedIntegrationsConfigDefaults, err = ss.conns.keyring.Seal(ctx, purposeSessionDefaults, b)
 	return err
 }
 

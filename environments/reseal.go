@@ -18,5 +18,5 @@ func (s *Service) Resealer(kind string) func(sealed string) (string, error) {
 	default:
 		return nil
 	}
-	return func(sealed string) (string, error) { return s.reseal(purpose, sealed) }
+	return func(sealed string) (string, error) { return s.keyring.Reseal(purpose, sealed) }
 }

@@ -97,7 +97,7 @@ type CreateInput struct {
 	Account string
 	// WebhookURLs are at most two absolute http(s) URLs.
 	WebhookURLs []string
-	// WebhookSigningKey is generated when empty.
+	// WebhookSigningKey is at least 16 characters; generated when empty.
 	WebhookSigningKey string
 	// WebhookSettings defaults to DefaultWebhookSettings.
 	WebhookSettings *WebhookSettings
@@ -108,17 +108,47 @@ func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Micros
 
 // Create creates an environment.
 func (s *Service) Create(ctx context.Context, in CreateInput) (*Environment, error) {
-	if !nameRe.MatchString(in.Name) {
-		return nil, store.Invalid("invalid_body", "The environment name must be 1 to 63 lowercase letters, digits, '-' or '_'.")
-	}
-	if err := ValidateWebhookURLs(in.WebhookURLs); err != nil {
+	if err := validateCreate(in); err != nil {
 		return nil, err
 	}
+	env, err := s.newEnvironment(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.CreateEnvironment(ctx, env); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, store.Conflict("environment_exists", "An environment named %q already exists.", in.Name)
+		}
+		return nil, err
+	}
+	return env, nil
+}
+
+// validateCreate checks a CreateInput.
+func validateCreate(in CreateInput) error {
+	if !nameRe.MatchString(in.Name) {
+		return store.Invalid("invalid_body", "The environment name must be 1 to 63 lowercase letters, digits, '-' or '_'.")
+	}
+	if err := ValidateWebhookURLs(in.WebhookURLs); err != nil {
+		return err
+	}
+	if in.WebhookSigningKey != "" && len(in.WebhookSigningKey) < 16 {
+		return store.Invalid("invalid_body", "The webhook signing key must be at least 16 characters.")
+	}
+	if in.ConnectUI != nil {
+		return validateConnectUI(*in.ConnectUI)
+	}
+	return nil
+}
+
+// newEnvironment builds the environment of a validated CreateInput, its
+// webhook signing key sealed.
+func (s *Service) newEnvironment(ctx context.Context, in CreateInput) (*Environment, error) {
 	key := in.WebhookSigningKey
 	if key == "" {
 		key = randomToken(32)
 	}
-	sealed, err := s.keyring.Seal(purposeSigningKey, []byte(key))
+	sealed, err := s.keyring.Seal(ctx, purposeSigningKey, []byte(key))
 	if err != nil {
 		return nil, err
 	}
@@ -140,16 +170,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (*Environment, err
 		env.WebhookSettings = *in.WebhookSettings
 	}
 	if in.ConnectUI != nil {
-		if err := validateConnectUI(*in.ConnectUI); err != nil {
-			return nil, err
-		}
 		env.ConnectUI = *in.ConnectUI
-	}
-	if err := s.store.CreateEnvironment(ctx, env); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return nil, store.Conflict("environment_exists", "An environment named %q already exists.", in.Name)
-		}
-		return nil, err
 	}
 	return env, nil
 }
@@ -198,7 +219,7 @@ func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Enviro
 			if len(*in.WebhookSigningKey) < 16 {
 				return store.Invalid("invalid_body", "The webhook signing key must be at least 16 characters.")
 			}
-			sealed, err := s.keyring.Seal(purposeSigningKey, []byte(*in.WebhookSigningKey))
+			sealed, err := s.keyring.Seal(ctx, purposeSigningKey, []byte(*in.WebhookSigningKey))
 			if err != nil {
 				return err
 			}
@@ -311,29 +332,19 @@ type NewAPIKey struct {
 }
 
 // CreateAPIKey creates an API key and returns it with its secret, which is
-// shown only this once: the Store keeps a hash.
+// shown only this once: the Store keeps a hash. A secret that is a key of
+// any environment already is refused (ErrConflict, api_key_exists).
 func (s *Service) CreateAPIKey(ctx context.Context, environmentID int64, in NewAPIKey) (string, *APIKey, error) {
-	// Authorization fails closed: no scopes means no access, never all.
-	scopes := in.Scopes
-	for _, sc := range scopes {
-		if !ValidScope(sc) {
-			return "", nil, store.Invalid("invalid_body", fmt.Sprintf("Unknown scope %q.", sc))
-		}
-	}
 	raw := in.Secret
 	if raw == "" {
 		raw = "sk_" + randomToken(32)
-	} else if len(raw) < 16 || len(raw) > 512 || strings.ContainsAny(raw, " \t\r\n") {
-		return "", nil, store.Invalid("invalid_body", "An API key must be 16 to 512 characters without whitespace.")
 	}
-	h := sha256.Sum256([]byte(raw))
-	key := &APIKey{
-		EnvironmentID: environmentID,
-		Name:          in.Name,
-		Hash:          h[:],
-		Hint:          raw[len(raw)-4:],
-		Scopes:        append([]string{}, scopes...),
-		CreatedAt:     s.nowUTC(),
+	key, err := s.newAPIKey(environmentID, in.Name, raw, in.Scopes)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := s.keyring.Ready(ctx); err != nil {
+		return "", nil, err
 	}
 	if _, err := s.Get(ctx, environmentID); err != nil {
 		return "", nil, err
@@ -345,6 +356,28 @@ func (s *Service) CreateAPIKey(ctx context.Context, environmentID int64, in NewA
 		return "", nil, err
 	}
 	return raw, key, nil
+}
+
+// newAPIKey validates an API key and builds its record.
+func (s *Service) newAPIKey(environmentID int64, name, raw string, scopes []string) (*APIKey, error) {
+	// Authorization fails closed: no scopes means no access, never all.
+	for _, sc := range scopes {
+		if !ValidScope(sc) {
+			return nil, store.Invalid("invalid_body", fmt.Sprintf("Unknown scope %q.", sc))
+		}
+	}
+	if len(raw) < 16 || len(raw) > 512 || strings.ContainsAny(raw, " \t\r\n") {
+		return nil, store.Invalid("invalid_body", "An API key must be 16 to 512 characters without whitespace.")
+	}
+	h := sha256.Sum256([]byte(raw))
+	return &APIKey{
+		EnvironmentID: environmentID,
+		Name:          name,
+		Hash:          h[:],
+		Hint:          raw[len(raw)-4:],
+		Scopes:        append([]string{}, scopes...),
+		CreatedAt:     s.nowUTC(),
+	}, nil
 }
 
 // ListAPIKeys lists an environment's keys (hashes and hints, never secrets).
@@ -413,7 +446,7 @@ func (s *Service) SetVariables(ctx context.Context, environmentID int64, vars ma
 		if len(value) > 64<<10 {
 			return store.Invalid("invalid_body", fmt.Sprintf("The value of %s is longer than 64 KiB.", name))
 		}
-		sealed, err := s.keyring.Seal(purposeVariable, []byte(value))
+		sealed, err := s.keyring.Seal(ctx, purposeVariable, []byte(value))
 		if err != nil {
 			return err
 		}
@@ -462,7 +495,7 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 				return err
 			}
 			if s.keyring.NeedsReseal(env.SealedWebhookSigningKey) {
-				if env.SealedWebhookSigningKey, err = s.reseal(purposeSigningKey, env.SealedWebhookSigningKey); err != nil {
+				if env.SealedWebhookSigningKey, err = s.keyring.Reseal(purposeSigningKey, env.SealedWebhookSigningKey); err != nil {
 					return err
 				}
 				if err := s.store.UpdateEnvironment(ctx, env); err != nil {
@@ -477,7 +510,7 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 			changed := false
 			for i := range vars {
 				if s.keyring.NeedsReseal(vars[i].SealedValue) {
-					if vars[i].SealedValue, err = s.reseal(purposeVariable, vars[i].SealedValue); err != nil {
+					if vars[i].SealedValue, err = s.keyring.Reseal(purposeVariable, vars[i].SealedValue); err != nil {
 						return err
 					}
 					changed = true
@@ -494,14 +527,6 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func (s *Service) reseal(purpose, sealed string) (string, error) {
-	b, err := s.keyring.Open(purpose, sealed)
-	if err != nil {
-		return "", err
-	}
-	return s.keyring.Seal(purpose, b)
 }
 
 func notFound(err error, what string) error {

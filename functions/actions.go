@@ -234,7 +234,7 @@ func (s *Service) TriggerActionAsync(ctx context.Context, call ActionCall, retri
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	sealed, err := s.cfg.Keyring.Seal(purposeActionInput, input)
+	sealed, err := s.cfg.Keyring.Seal(ctx, purposeActionInput, input)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +406,7 @@ func (s *Service) finishTask(ctx context.Context, t *ActionTask, own bool, out j
 	t.UpdatedAt = now
 	var retry *jobs.Job
 	if runErr == nil {
-		sealed, err := s.cfg.Keyring.Seal(purposeActionOutput, out)
+		sealed, err := s.cfg.Keyring.Seal(ctx, purposeActionOutput, out)
 		if err != nil {
 			return err
 		}
@@ -428,7 +428,7 @@ func (s *Service) finishTask(ctx context.Context, t *ActionTask, own bool, out j
 			if err != nil {
 				return err
 			}
-			sealed, err := s.cfg.Keyring.Seal(purposeActionError, body)
+			sealed, err := s.cfg.Keyring.Seal(ctx, purposeActionError, body)
 			if err != nil {
 				return err
 			}

@@ -230,7 +230,7 @@ func TestWriteRecordMatchesJSON(t *testing.T) {
 	for _, payload := range []string{`{"id":"a","n":1}`, ` { "id" : "b" } `, `{}`, ""} {
 		r := &Record{ID: "a\"<", FirstSeenAt: at, UpdatedAt: at.Add(time.Second), Seq: 42}
 		if payload != "" {
-			if r.SealedPayload, err = kr.Seal(PurposeRecordPayload, []byte(payload)); err != nil {
+			if r.SealedPayload, err = kr.Seal(t.Context(), PurposeRecordPayload, []byte(payload)); err != nil {
 				t.Fatal(err)
 			}
 		} else {

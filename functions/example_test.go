@@ -35,7 +35,7 @@ func ExampleNewAction() {
 		Proxy:       &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"}}})
 	svc, err := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true}, // the fake API is on 127.0.0.1
 	})

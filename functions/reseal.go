@@ -24,11 +24,5 @@ func (s *Service) Resealer(kind string) func(sealed string) (string, error) {
 	default:
 		return nil
 	}
-	return func(sealed string) (string, error) {
-		b, err := s.cfg.Keyring.Open(purpose, sealed)
-		if err != nil {
-			return "", err
-		}
-		return s.cfg.Keyring.Seal(purpose, b)
-	}
+	return func(sealed string) (string, error) { return s.cfg.Keyring.Reseal(purpose, sealed) }
 }

@@ -493,7 +493,7 @@ func (c *SyncContext) saveEncoded(ctx context.Context, scope RecordScope, recs [
 	inParallel(len(recs), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			r, w := &recs[i], &writes[i]
-			sealed, err := c.svc.cfg.Keyring.Seal(PurposeRecordPayload, r.payload)
+			sealed, err := c.svc.cfg.Keyring.Seal(ctx, PurposeRecordPayload, r.payload)
 			if err != nil {
 				mu.Lock()
 				sealErr = err

@@ -18,11 +18,5 @@ func (s *Service) Resealer(kind string) func(sealed string) (string, error) {
 	default:
 		return nil
 	}
-	return func(sealed string) (string, error) {
-		b, err := s.keyring.Open(purpose, sealed)
-		if err != nil {
-			return "", err
-		}
-		return s.keyring.Seal(purpose, b)
-	}
+	return func(sealed string) (string, error) { return s.keyring.Reseal(purpose, sealed) }
 }

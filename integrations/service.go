@@ -147,7 +147,7 @@ func (s *Service) Create(ctx context.Context, environmentID int64, in CreateInpu
 		CreatedAt:         now,
 		UpdatedAt:         now,
 	}
-	if err := s.seal(it); err != nil {
+	if err := s.seal(ctx, it); err != nil {
 		return nil, err
 	}
 	err := s.store.WithTx(ctx, func(ctx context.Context) error {
@@ -252,7 +252,7 @@ func (s *Service) Update(ctx context.Context, environmentID int64, key string, i
 			changed = append(changed, "custom")
 		}
 		it.UpdatedAt = s.nowUTC()
-		if err := s.seal(it); err != nil {
+		if err := s.seal(ctx, it); err != nil {
 			return err
 		}
 		if err := s.store.UpdateIntegration(ctx, it); err != nil {
@@ -304,7 +304,7 @@ func (s *Service) Reseal(ctx context.Context, environmentID int64) (int, error) 
 			if err := s.open(it); err != nil {
 				return err
 			}
-			if err := s.seal(it); err != nil {
+			if err := s.seal(ctx, it); err != nil {
 				return err
 			}
 			return s.store.UpdateIntegration(ctx, it)
@@ -317,11 +317,11 @@ func (s *Service) Reseal(ctx context.Context, environmentID int64) (int, error) 
 	return n, nil
 }
 
-func (s *Service) seal(it *Integration) error {
+func (s *Service) seal(ctx context.Context, it *Integration) error {
 	it.SealedCredentials, it.SealedCustom = "", ""
 	if it.Credentials != nil {
 		b, _ := json.Marshal(it.Credentials)
-		v, err := s.keyring.Seal(purposeCredentials, b)
+		v, err := s.keyring.Seal(ctx, purposeCredentials, b)
 		if err != nil {
 			return err
 		}
@@ -329,7 +329,7 @@ func (s *Service) seal(it *Integration) error {
 	}
 	if len(it.Custom) > 0 {
 		b, _ := json.Marshal(it.Custom)
-		v, err := s.keyring.Seal(purposeCustom, b)
+		v, err := s.keyring.Seal(ctx, purposeCustom, b)
 		if err != nil {
 			return err
 		}

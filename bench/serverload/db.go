@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -93,15 +91,6 @@ func readPGStats(ctx context.Context, admin *sql.DB, name string) (pgStats, erro
 	return s, nil
 }
 
-// keyID is the id the reference server gives an encryption key (see
-// keyID in examples/server): "k" and the first 8 hex digits of its
-// SHA-256. The seeder must seal under the same id for the server to open
-// what it sealed.
-func keyID(key []byte) string {
-	sum := sha256.Sum256(key)
-	return "k" + hex.EncodeToString(sum[:4])
-}
-
 // Names of what the bench creates.
 const (
 	benchProvider    = "bench-api"
@@ -163,9 +152,11 @@ func seed(ctx context.Context, cfg seedConfig) (time.Duration, error) {
 	}
 	// Not started: Import needs no background work.
 	svc, err := connect.New(connect.Config{
-		Store:             st,
-		Scheduler:         sched,
-		EncryptionKeys:    []connect.EncryptionKey{{ID: keyID(cfg.key), Key: cfg.key}},
+		Store:     st,
+		Scheduler: sched,
+		// The id derived from the key, as the reference server's: it
+		// opens what this seeder sealed.
+		EncryptionKeys:    []connect.EncryptionKey{{ID: connect.EncryptionKeyID(cfg.key), Key: cfg.key}},
 		Providers:         cat,
 		RateLimitRequests: -1,
 	})

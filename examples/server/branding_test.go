@@ -14,7 +14,7 @@ func TestApplyBranding(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	svc, err := connect.New(connect.Config{Store: memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}}})
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

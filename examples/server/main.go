@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +23,6 @@ import (
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/store/memory"
 	"github.com/embedauth/connect/store/postgres"
 )
@@ -93,7 +90,12 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 			return errors.New("CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE is required with DATABASE_URL: generate a key once " +
 				"(openssl rand -base64 32 > connect.key), keep it, and start with CONNECT_ENCRYPTION_KEY_FILE=connect.key every time")
 		}
-		opts := &postgres.Options{Logger: logger}
+		opts := &postgres.Options{Logger: logger,
+			// Webhook deliveries live in the database: stored with their
+			// job in the transaction of the change that caused them, kept
+			// across restarts, shared by every instance.
+			Scheduler:         postgres.SchedulerConfig{Logger: logger, JobTimeout: 2 * time.Minute},
+			RateLimitRequests: max(cfg.RateLimitRequests, 0), RateLimitWindow: cfg.RateLimitWindow}
 		if v := getenv("CONNECT_DATABASE_MAX_CONNS"); v != "" {
 			if opts.MaxConns, err = strconv.Atoi(v); err != nil || opts.MaxConns < 1 {
 				return fmt.Errorf("CONNECT_DATABASE_MAX_CONNS %q is not a positive integer", v)
@@ -101,40 +103,17 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		}
 		// One pool for the Store, River and the rate limiter, sized and
 		// kept open (postgres.Open): sessions are not closed and reopened
-		// under load.
-		db, err := postgres.Open(ctx, dsn, opts)
+		// under load. Connect migrates too.
+		pg, err := postgres.Connect(ctx, dsn, opts)
 		if err != nil {
 			return fmt.Errorf("DATABASE_URL: %w", err)
 		}
-		defer db.Close()
-		if err := postgres.Migrate(ctx, db, opts); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		st, err := postgres.New(db, opts)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		cfg.Store = st
+		defer pg.Close()
+		cfg.Store, cfg.Scheduler = pg.Store, pg.Scheduler
 		if cfg.RateLimitRequests >= 0 {
-			n, w := cfg.RateLimitRequests, cfg.RateLimitWindow
-			if n == 0 {
-				n = 3000
-			}
-			if w == 0 {
-				w = time.Minute
-			}
-			cfg.RateLimiter = postgres.NewRateLimiter(db, opts, n, w)
+			cfg.RateLimiter = pg.RateLimiter
 		}
-		// Webhook deliveries live in the database: stored with their job
-		// in the transaction of the change that caused them, kept across
-		// restarts, shared by every instance.
-		sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{Logger: logger, JobTimeout: 2 * time.Minute})
-		if err != nil {
-			return err
-		}
-		cfg.Scheduler = sched
-		logger.Info("using Postgres store", "max_conns", db.Stats().MaxOpenConnections)
+		logger.Info("using Postgres store", "max_conns", pg.DB.Stats().MaxOpenConnections)
 	} else {
 		cfg.Store = memory.New()
 		logger.Info("using in-memory store: data is lost when the server stops")
@@ -322,9 +301,11 @@ func connectUIURL(cfg connect.Config) string {
 // encryptionKeys reads the primary key from CONNECT_ENCRYPTION_KEY or the
 // file CONNECT_ENCRYPTION_KEY_FILE names, and CONNECT_PREVIOUS_ENCRYPTION_KEYS
 // (comma-separated, still able to open old values). Each is base64 of 32
-// bytes. Key ids derive from the key material (keyID), so they are stable
-// across restarts and differ between keys: a secret sealed under another key
-// is reported as such, never opened with the wrong one.
+// bytes. Key ids derive from the key material (connect.EncryptionKeyID, as
+// connect.ParseEncryptionKey sets them), so they are stable across restarts,
+// differ between keys, and are those of an application that embeds the
+// library with the same key: a secret sealed under another key is reported
+// as such, never opened with the wrong one.
 func encryptionKeys(getenv func(string) string) ([]connect.EncryptionKey, error) {
 	primary, name := getenv("CONNECT_ENCRYPTION_KEY"), "CONNECT_ENCRYPTION_KEY"
 	if path := getenv("CONNECT_ENCRYPTION_KEY_FILE"); path != "" {
@@ -344,23 +325,16 @@ func encryptionKeys(getenv func(string) string) ([]connect.EncryptionKey, error)
 	}
 	var keys []connect.EncryptionKey
 	for i, v := range append([]string{primary}, splitList(getenv("CONNECT_PREVIOUS_ENCRYPTION_KEYS"))...) {
-		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
-		if err != nil || len(b) != 32 {
+		k, err := connect.ParseEncryptionKey(v)
+		if err != nil {
 			if i > 0 {
 				name = fmt.Sprintf("CONNECT_PREVIOUS_ENCRYPTION_KEYS[%d]", i-1)
 			}
-			return nil, fmt.Errorf("%s must be base64 of exactly 32 bytes (openssl rand -base64 32)", name)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		keys = append(keys, connect.EncryptionKey{ID: keyID(b), Key: b})
+		keys = append(keys, k)
 	}
 	return keys, nil
-}
-
-// keyID is the id of a key: "k" and the first 8 hex digits of the SHA-256
-// of its 32 bytes (printf %s "$KEY" | base64 -d | sha256sum | cut -c1-8).
-func keyID(key []byte) string {
-	sum := sha256.Sum256(key)
-	return "k" + hex.EncodeToString(sum[:4])
 }
 
 // missingKeysHelp adds to an error of CheckEncryptionKeys what an operator
@@ -428,27 +402,35 @@ func webhookSettings(getenv func(string) string) (devWebhooks, error) {
 	return h, nil
 }
 
-// setupDev creates the dev environment and its full-access API key, and
-// applies the webhook settings.
+// setupDev makes the dev environment exist, with CONNECT_API_KEY among its
+// API keys (environments.Service.Ensure, as an application embedding the
+// library does at every start: the same database serves both), and applies
+// the webhook settings. Without CONNECT_API_KEY, a new environment gets a
+// generated key, printed once.
 func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, getenv func(string) string, hooks devWebhooks) error {
 	envs := svc.Environments()
-	env, err := envs.GetByName(ctx, "dev")
-	if errors.Is(err, store.ErrNotFound) {
-		env, err = envs.Create(ctx, environments.CreateInput{Name: "dev"})
+	var key *environments.NewAPIKey
+	if secret := getenv("CONNECT_API_KEY"); secret != "" {
+		key = &environments.NewAPIKey{Name: "default", Secret: secret, Scopes: []string{environments.ScopeAll}}
 	}
+	res, err := envs.Ensure(ctx, environments.CreateInput{Name: "dev"}, key)
 	if err != nil {
+		if key != nil {
+			return fmt.Errorf("dev environment with CONNECT_API_KEY: %w", err)
+		}
 		return fmt.Errorf("dev environment: %w", err)
 	}
+	env := res.Environment
 	if hooks.urls != nil || hooks.key != nil {
 		if env, err = envs.Update(ctx, env.ID, environments.UpdateInput{WebhookURLs: hooks.urls, WebhookSigningKey: hooks.key}); err != nil {
 			return fmt.Errorf("dev environment webhooks: %w", err)
 		}
 		logger.Info("dev environment webhooks configured", "urls", len(env.WebhookURLs), "signing_key_set", hooks.key != nil)
 	}
-	key := getenv("CONNECT_API_KEY")
-	if key == "" {
-		// Generate a key only for a new environment: on a restart against
-		// the same database the key printed the first time still works.
+	if key == nil {
+		// Generate a key only for an environment without keys: on a
+		// restart against the same database the key printed the first
+		// time still works.
 		existing, err := envs.ListAPIKeys(ctx, env.ID)
 		if err != nil {
 			return err
@@ -457,18 +439,14 @@ func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, ge
 			logger.Info("dev environment has API keys already; set CONNECT_API_KEY to add a known one", "keys", len(existing))
 			return setVariables(ctx, svc, env.ID, getenv)
 		}
-	}
-	raw, _, err := envs.CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "default", Secret: key, Scopes: []string{environments.ScopeAll}})
-	switch {
-	case err == nil && key == "":
+		raw, _, err := envs.CreateAPIKey(ctx, env.ID, environments.NewAPIKey{Name: "default", Scopes: []string{environments.ScopeAll}})
+		if err != nil {
+			return fmt.Errorf("dev environment API key: %w", err)
+		}
 		fmt.Fprintf(os.Stderr, "\n  API key of the dev environment (shown once): %s\n\n", raw)
-	case err == nil:
-	case errors.Is(err, store.ErrConflict) && key != "":
-		// The key exists already (a restart on the same database).
-	default:
-		return fmt.Errorf("CONNECT_API_KEY: %w", err)
 	}
-	logger.Info("dev environment ready", "environment", env.Name)
+	logger.Info("dev environment ready", "environment", env.Name, "created", res.CreatedEnvironment,
+		"api_key_added", res.CreatedAPIKey)
 	return setVariables(ctx, svc, env.ID, getenv)
 }
 

@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/embedauth/connect/store"
@@ -31,6 +33,11 @@ type Keyring struct {
 	bufs    sync.Pool
 	primary string
 	aeads   map[string]cipher.AEAD
+
+	// check is the guard's check (see Guard); nil when none is set.
+	check func(ctx context.Context) error
+	// checked is true once a check passed: Seal then seals at once.
+	checked atomic.Bool
 }
 
 // ErrOpen is returned when a sealed value cannot be opened: it is malformed,
@@ -103,8 +110,58 @@ func validID(id string) bool {
 // PrimaryID returns the id of the key new values are sealed with.
 func (k *Keyring) PrimaryID() string { return k.primary }
 
-// Seal encrypts plaintext for the given purpose under the primary key.
-func (k *Keyring) Seal(purpose string, plaintext []byte) (string, error) {
+// Guard makes Seal (and Ready) run check before it seals, until a run of
+// check passes; after that, sealing costs no check. check verifies that the
+// keyring holds the keys the stored values need (connect's
+// Service.CheckEncryptionKeys), so that nothing is sealed and written under
+// a keyring that does not open what is stored. It runs with the caller's
+// context, inside the caller's transaction if there is one; concurrent
+// first calls may each run it. Call Guard once, before the keyring is used.
+func (k *Keyring) Guard(check func(ctx context.Context) error) { k.check = check }
+
+// Ready runs the guard's check (see Guard) unless one passed already, and
+// returns its error. Paths that write without sealing call it before their
+// first write.
+func (k *Keyring) Ready(ctx context.Context) error {
+	if k.check == nil || k.checked.Load() {
+		return nil
+	}
+	if err := k.check(ctx); err != nil {
+		return err
+	}
+	k.checked.Store(true)
+	return nil
+}
+
+// MarkChecked records that a check run outside Ready passed (the host
+// calling CheckEncryptionKeys): Seal seals at once from then on. Once
+// passed, a check is never run again by Seal, so a caller that called
+// Ready may seal on goroutines that must not use the Store.
+func (k *Keyring) MarkChecked() { k.checked.Store(true) }
+
+// Seal encrypts plaintext for the given purpose under the primary key,
+// after the guard's check passed (see Guard and Ready).
+func (k *Keyring) Seal(ctx context.Context, purpose string, plaintext []byte) (string, error) {
+	if err := k.Ready(ctx); err != nil {
+		return "", err
+	}
+	return k.seal(purpose, plaintext)
+}
+
+// Reseal opens a sealed value of purpose and seals it again under the
+// primary key. It does not run the guard's check: it is for values read
+// from the Store, re-sealed by a caller that checked the keys first
+// (connect's Service.ReencryptSecrets), or whose result it discards (the
+// check itself, which only needs to know whether the value opens).
+func (k *Keyring) Reseal(purpose, sealed string) (string, error) {
+	b, err := k.Open(purpose, sealed)
+	if err != nil {
+		return "", err
+	}
+	return k.seal(purpose, b)
+}
+
+func (k *Keyring) seal(purpose string, plaintext []byte) (string, error) {
 	aead := k.aeads[k.primary]
 	n := aead.NonceSize() + len(plaintext) + aead.Overhead()
 	bp, _ := k.bufs.Get().(*[]byte)

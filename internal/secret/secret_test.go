@@ -2,6 +2,7 @@ package secret
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -17,11 +18,11 @@ func TestSealOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1, err := k.Seal("p", []byte("hunter2"))
+	s1, err := k.Seal(t.Context(), "p", []byte("hunter2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, _ := k.Seal("p", []byte("hunter2"))
+	s2, _ := k.Seal(t.Context(), "p", []byte("hunter2"))
 	if s1 == s2 {
 		t.Fatal("two seals of one value are equal: nonce reused")
 	}
@@ -40,7 +41,7 @@ func TestSealOpen(t *testing.T) {
 func TestRotation(t *testing.T) {
 	t.Parallel()
 	old, _ := NewKeyring(key("old", 1))
-	sealed, _ := old.Seal("p", []byte("v"))
+	sealed, _ := old.Seal(t.Context(), "p", []byte("v"))
 	both, err := NewKeyring(key("new", 2), key("old", 1))
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestRotation(t *testing.T) {
 	if !both.NeedsReseal(sealed) {
 		t.Fatal("old value does not need reseal")
 	}
-	fresh, _ := both.Seal("p", []byte("v"))
+	fresh, _ := both.Seal(t.Context(), "p", []byte("v"))
 	if both.NeedsReseal(fresh) || both.NeedsReseal("") {
 		t.Fatal("fresh or empty value needs reseal")
 	}
@@ -79,7 +80,7 @@ func TestNewKeyringErrors(t *testing.T) {
 func TestOpenTampered(t *testing.T) {
 	t.Parallel()
 	k, _ := NewKeyring(key("a", 1))
-	s, _ := k.Seal("p", []byte("value"))
+	s, _ := k.Seal(t.Context(), "p", []byte("value"))
 	for _, bad := range []string{"", "v1:", "v1:a", "v1:a:!!", "v1:zz:" + s[5:], "v2:" + s[3:], s[:len(s)-2] + "AA", "v1:a:AAAA"} {
 		if _, err := k.Open("p", bad); !errors.Is(err, ErrOpen) {
 			t.Errorf("Open(%q) = %v, want ErrOpen", bad, err)
@@ -89,7 +90,7 @@ func TestOpenTampered(t *testing.T) {
 
 func FuzzOpen(f *testing.F) {
 	k, _ := NewKeyring(key("a", 1))
-	s, _ := k.Seal("p", []byte("value"))
+	s, _ := k.Seal(f.Context(), "p", []byte("value"))
 	f.Add(s)
 	f.Add("v1:a:")
 	f.Fuzz(func(t *testing.T, in string) {
@@ -106,7 +107,7 @@ func FuzzOpen(f *testing.F) {
 func TestOpenKeyErrors(t *testing.T) {
 	t.Parallel()
 	a, _ := NewKeyring(key("ka", 1))
-	sealed, err := a.Seal("p", []byte("hunter2"))
+	sealed, err := a.Seal(t.Context(), "p", []byte("hunter2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,4 +141,62 @@ func must(k *Keyring, err error) *Keyring {
 		panic(err)
 	}
 	return k
+}
+
+// TestGuard: Seal runs the guard's check until a run passes, seals nothing
+// while it fails, and never runs it again once it passed (nor once
+// MarkChecked recorded a check run elsewhere); Reseal does not run it.
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	k, err := NewKeyring(key("a", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := k.Seal(t.Context(), "p", []byte("v")) // no guard yet: seals
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("keys do not open the store")
+	calls, fail := 0, true
+	k.Guard(func(ctx context.Context) error {
+		calls++
+		if fail {
+			return refused
+		}
+		return nil
+	})
+	for i := range 2 {
+		if s, err := k.Seal(t.Context(), "p", []byte("v")); !errors.Is(err, refused) || s != "" {
+			t.Fatalf("Seal %d with a failing check = %q, %v", i, s, err)
+		}
+		if err := k.Ready(t.Context()); !errors.Is(err, refused) {
+			t.Fatalf("Ready %d with a failing check = %v", i, err)
+		}
+	}
+	if calls != 4 {
+		t.Fatalf("the failing check ran %d times, want once per call (4)", calls)
+	}
+	if _, err := k.Reseal("p", sealed); err != nil {
+		t.Fatalf("Reseal ran the check: %v", err)
+	}
+	if calls != 4 {
+		t.Fatalf("Reseal ran the check")
+	}
+	fail = false
+	for range 3 {
+		if _, err := k.Seal(t.Context(), "p", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 5 {
+		t.Fatalf("the check ran %d times, want 5: once more, until it passed", calls)
+	}
+
+	// MarkChecked: a check passed elsewhere.
+	other, _ := NewKeyring(key("a", 1))
+	other.Guard(func(context.Context) error { return refused })
+	other.MarkChecked()
+	if _, err := other.Seal(t.Context(), "p", []byte("v")); err != nil {
+		t.Fatalf("Seal after MarkChecked: %v", err)
+	}
 }

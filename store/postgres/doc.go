@@ -7,6 +7,18 @@
 // one schema, "connect" unless [Options.Schema] says otherwise, so the Store
 // sits safely in the host's database.
 //
+// [Connect] does everything a connect.Service needs in one call: it opens the
+// pool, migrates, and returns the Store, the [Scheduler] and the shared
+// [RateLimiter] on it (a [Backend]).
+//
+//	pg, err := postgres.Connect(ctx, os.Getenv("DATABASE_URL"), opts) // opts may be nil
+//	...
+//	defer pg.Close() // after the Service's Stop
+//	svc, err := connect.New(connect.Config{Store: pg.Store, Scheduler: pg.Scheduler, RateLimiter: pg.RateLimiter, ...})
+//
+// A host that builds the parts itself, or shares a pool it opened, calls
+// the functions Connect calls:
+//
 //	db, err := postgres.Open(ctx, os.Getenv("DATABASE_URL"), opts) // a pool of opts.MaxConns sessions, kept open
 //	...
 //	defer db.Close()

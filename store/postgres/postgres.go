@@ -30,7 +30,8 @@ import (
 const DefaultSchema = "connect"
 
 // Options configure a Store, Migrate, a Scheduler, a RateLimiter and the
-// pool [Open] makes; pass the same Options to each. A nil *Options means the
+// pool [Open] makes; pass the same Options to each, or to [Connect], which
+// makes them all. A nil *Options means the
 // zero value: every field takes its default.
 type Options struct {
 	// Schema is the Postgres schema that holds every table, so that they
@@ -97,6 +98,21 @@ type Options struct {
 	// *sql.DB it is given will churn (open and close Postgres sessions
 	// under load). Defaults to discarding them.
 	Logger *slog.Logger
+
+	// Scheduler configures the Scheduler that [Connect] makes (hosts that
+	// call [NewScheduler] give it its SchedulerConfig). Its Logger
+	// defaults to Logger.
+	Scheduler SchedulerConfig
+	// RateLimitRequests and RateLimitWindow are the limit of the
+	// RateLimiter that [Connect] makes: requests per account and window.
+	// They default to [DefaultRateLimitRequests] (3000) and
+	// [DefaultRateLimitWindow] (1 minute), connect.Config's defaults;
+	// RateLimitRequests must not be negative, RateLimitWindow must be a
+	// multiple of a microsecond. A host that wants no rate limit leaves
+	// the Backend's RateLimiter out of connect.Config and sets
+	// connect.Config.RateLimitRequests to -1.
+	RateLimitRequests int
+	RateLimitWindow   time.Duration
 }
 
 var schemaPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -112,6 +128,9 @@ type resolved struct {
 
 	maxConns, minConns               int
 	connMaxIdleTime, connMaxLifetime time.Duration
+
+	rateLimitRequests int
+	rateLimitWindow   time.Duration
 }
 
 func (o *Options) resolve() (resolved, error) {
@@ -120,6 +139,7 @@ func (o *Options) resolve() (resolved, error) {
 		r.schema, r.now, r.noPrepared, r.logger = o.Schema, o.Now, o.DisablePreparedStatements, o.Logger
 		r.maxLease = o.RateLimitMaxLease
 		r.maxConns, r.minConns, r.connMaxIdleTime, r.connMaxLifetime = o.MaxConns, o.MinConns, o.ConnMaxIdleTime, o.ConnMaxLifetime
+		r.rateLimitRequests, r.rateLimitWindow = o.RateLimitRequests, o.RateLimitWindow
 	}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)

@@ -69,7 +69,7 @@ func setup(t *testing.T, metadata map[string]any, before func(api *githubtest.Se
 	}
 	svc, err := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{7}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{7}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true},
 		Functions:      connect.FunctionsConfig{TickInterval: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond},

@@ -34,7 +34,7 @@ func ExampleFunctions() {
 
 	svc, err := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true}, // the fake listens on 127.0.0.1
 	})

@@ -59,7 +59,7 @@ func setup(t *testing.T) *fixture {
 	}
 	svc, err := connect.New(connect.Config{
 		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{9}, 32)}},
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{9}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true},
 		Functions:      connect.FunctionsConfig{TickInterval: 20 * time.Millisecond, RetryBackoff: func(int) time.Duration { return 10 * time.Millisecond }},
