@@ -1501,18 +1501,22 @@ func TestProxyOAuth1RSA(t *testing.T) {
 
 // TestProxyFailuresNameNoAddress: the proxy's answers for a refused, an
 // unreachable and a slow upstream say "address not allowed" or "could not
-// reach the provider" and name no address, port or dial error.
+// reach the provider" and name no address, port or dial error. A refusal
+// names the setting that allows private networks, unless the policy
+// allows them already.
 func TestProxyFailuresNameNoAddress(t *testing.T) {
 	t.Parallel()
 	closed := closedURL(t)
 	_, closedPort, _ := net.SplitHostPort(strings.TrimPrefix(closed, "http://"))
+	const remedy = "The network policy refused the upstream: address not allowed (loopback and private network addresses are allowed by connect.Config.Egress.AllowPrivateNetworks)."
 	for _, tc := range []struct {
 		name, base, code, phrase string
 		status                   int
 		policy                   egress.Policy
 	}{
-		{"refused", "http://169.254.169.254", proxy.CodeAddressRefused, "address not allowed", 403, egress.Policy{AllowPrivateNetworks: true}},
-		{"refused loopback", closed, proxy.CodeAddressRefused, "address not allowed", 403, egress.Policy{}},
+		{"refused", "http://169.254.169.254", proxy.CodeAddressRefused, "The network policy refused the upstream: address not allowed.", 403, egress.Policy{AllowPrivateNetworks: true}},
+		{"refused loopback", closed, proxy.CodeAddressRefused, remedy, 403, egress.Policy{}},
+		{"refused metadata", "http://169.254.169.254", proxy.CodeAddressRefused, remedy, 403, egress.Policy{AllowLoopback: true}},
 		{"closed port", closed, proxy.CodeUpstreamError, "could not reach the provider", 502, egress.Policy{AllowLoopback: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -415,10 +415,7 @@ func (p *Proxy) mapError(c *call, err error) error {
 	case errors.As(err, &src):
 		return src.err
 	case errors.As(err, &ae):
-		// Neither the address nor its class: the answer must not help
-		// anyone map a network.
-		return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
-			"The network policy refused the upstream: address not allowed."))
+		return AddressRefused(ae)
 	case errors.As(err, &mbe):
 		return httpapi.WithStatus(http.StatusRequestEntityTooLarge, store.Invalid("payload_too_large",
 			fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)))
@@ -434,6 +431,17 @@ func (p *Proxy) mapError(c *call, err error) error {
 	}
 	// Not the dial error: it would tell an open port from a closed one.
 	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError, "The upstream failed: could not reach the provider."))
+}
+
+// AddressRefused is the proxy's answer to a request the address policy
+// refused: 403 upstream_address_refused (a *store.Error of kind
+// store.ErrForbidden; HTTPStatus gives the status). Its message names
+// neither the address nor its class, so that the answer cannot help
+// anyone map a network, but names the setting that allows private
+// networks when the policy names one (egress.Policy.Setting).
+func AddressRefused(ae *AddressError) error {
+	return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
+		"The network policy refused the upstream: %s.", ae.Message()))
 }
 
 // Error codes of the proxy's own failures.
