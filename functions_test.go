@@ -17,6 +17,8 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -216,6 +218,17 @@ func registerTestActions(t *testing.T, svc *connect.Service) {
 			_, err := c.Proxy(ctx, functions.ProxyRequest{Endpoint: "/missing"})
 			return nil, err
 		}),
+		functions.NewAction("fx", "refused", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
+			_, err := c.Proxy(ctx, functions.ProxyRequest{Endpoint: "/latest", BaseURLOverride: "http://169.254.169.254"})
+			return nil, fmt.Errorf("read the metadata: %w", err)
+		}),
+		functions.NewAction("fx", "refused-sdk", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
+			resp, err := c.HTTPClient(proxy.Options{}).Get("http://10.0.0.7/latest")
+			if err == nil {
+				resp.Body.Close()
+			}
+			return nil, err
+		}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -244,16 +257,30 @@ func TestActionTrigger(t *testing.T) {
 			t.Errorf("fail answered %s", r.raw)
 		}
 
-		// A panic is 500 script_internal_error with a stack; the host lives.
+		// A panic is 500 script_internal_error; the host lives. The stack
+		// is in the run's log entry, never in the answer.
 		r = bu.mustDo(t, 500, actionReq("boom", "", nil))
 		e = r.obj()["error"].(map[string]any)
 		p, _ := e["payload"].(map[string]any)
-		if e["code"] != "script_internal_error" || len(p["stacktrace"].([]any)) == 0 {
+		if e["code"] != "script_internal_error" || p["name"] != "panic" || !strings.Contains(fmt.Sprint(p["message"]), "nil map") {
 			t.Errorf("boom answered %s", r.raw)
 		}
-		if !strings.Contains(string(r.raw), "functions_test") {
-			t.Errorf("the stack does not name the function's file: %s", r.raw)
+		if _, ok := p["stacktrace"]; ok || strings.Contains(string(r.raw), "functions_test") || strings.Contains(string(r.raw), ".go:") {
+			t.Errorf("the answer holds a stack: %s", r.raw)
 		}
+		waitFor(t, 10*time.Second, "the stack in the run's log entry", func() bool {
+			es, err := bu.svc.ListLogs(context.Background(), oplog.Filter{EnvironmentID: bu.env.ID, Type: "action", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				if e.Operation == "run" && e.Meta["function"] == "boom" && e.Status == oplog.StatusFailure {
+					// []string, or []any once read back from JSON.
+					return strings.Contains(fmt.Sprint(e.Meta["stacktrace"]), "functions_test.go")
+				}
+			}
+			return false
+		})
 
 		// An upstream failure is 424 script_http_error with the upstream.
 		bu.api.setHandle(func(w http.ResponseWriter, r *http.Request) {
@@ -272,6 +299,22 @@ func TestActionTrigger(t *testing.T) {
 			t.Errorf("upstream answered %s", r.raw)
 		}
 		bu.api.setHandle(nil)
+
+		// A request the address policy refuses, through the proxy or the
+		// SDK client, is answered as the proxy answers it: 403
+		// upstream_address_refused, naming the setting and not the
+		// address.
+		for _, name := range []string{"refused", "refused-sdk"} {
+			r = bu.mustDo(t, 403, actionReq(name, "", nil))
+			e = r.obj()["error"].(map[string]any)
+			if e["code"] != proxy.CodeAddressRefused || e["message"] != "The network policy refused the upstream: address not allowed "+
+				"(loopback and private network addresses are allowed by connect.Config.Egress.AllowPrivateNetworks)." || e["payload"] != nil {
+				t.Errorf("%s answered %s", name, r.raw)
+			}
+			if w := leaksNetworkDetail(string(r.raw)); w != "" || strings.Contains(string(r.raw), "10.0.0.7") {
+				t.Errorf("%s: the answer gives away %q: %s", name, w, r.raw)
+			}
+		}
 
 		// Outputs up to 10 MB pass whole; larger ones are refused, not cut.
 		r = bu.mustDo(t, 200, actionReq("big", `{"Size":1000}`, nil))
