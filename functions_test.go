@@ -206,6 +206,9 @@ func registerTestActions(t *testing.T, svc *connect.Service) {
 		functions.NewAction("fx", "fail", func(ctx context.Context, c *functions.Context, in map[string]any) (any, error) {
 			return nil, &functions.ActionError{Payload: map[string]any{"reason": "nope", "input": in}}
 		}),
+		functions.NewAction("fx", "missing", func(ctx context.Context, c *functions.Context, in map[string]any) (any, error) {
+			return nil, &functions.ActionError{Type: "not_found", Payload: map[string]any{"message": "No such issue", "input": in}}
+		}),
 		functions.NewAction("fx", "boom", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
 			var m map[string]int
 			m["x"]++ // a nil map: panics
@@ -255,6 +258,12 @@ func TestActionTrigger(t *testing.T) {
 		e := r.obj()["error"].(map[string]any)
 		if e["code"] != "action_script_runtime_error" || e["payload"].(map[string]any)["reason"] != "nope" {
 			t.Errorf("fail answered %s", r.raw)
+		}
+
+		// Its Type is the payload's "type", first, as in Nango's payloads.
+		r = bu.mustDo(t, 500, actionReq("missing", `{"id":9}`, nil))
+		if !strings.Contains(string(r.raw), `"payload":{"type":"not_found","input":{"id":9},"message":"No such issue"}`) {
+			t.Errorf("missing answered %s", r.raw)
 		}
 
 		// A panic is 500 script_internal_error; the host lives. The stack

@@ -16,18 +16,31 @@ import (
 
 // ActionError is an error a function returns on purpose, with a payload
 // for its caller: POST /action/trigger answers it as 500
-// action_script_runtime_error with the payload (an object; any other
-// value is wrapped as {"message": value}).
+// action_script_runtime_error with the payload, an object: Type, when
+// set, is its "type", first, followed by the fields of Payload. This is
+// the payload of Nango's functions, which throw
+// ActionError({type: "not_found", message: "User not found", ...}).
 type ActionError struct {
+	// Type says what went wrong, for the caller to branch on, such as
+	// "not_found" or "invalid_input": the payload's "type" (it replaces a
+	// "type" of Payload's own). Empty for none.
+	Type string
+	// Payload is the rest of the payload: an object (a map or a struct)
+	// whose fields follow "type"; any other value is wrapped as
+	// {"message": value}.
 	Payload any
 }
 
 func (e *ActionError) Error() string {
+	prefix := "action error"
+	if e.Type != "" {
+		prefix += " " + e.Type
+	}
 	b, err := json.Marshal(e.Payload)
 	if err != nil {
-		return "action error"
+		return prefix
 	}
-	return "action error: " + string(b)
+	return prefix + ": " + string(b)
 }
 
 // UpstreamError is a provider's answer outside 2xx to a call made through
@@ -139,7 +152,7 @@ func Classify(err error) *Failure {
 		return f
 	case errors.As(err, &ae):
 		return bad(http.StatusInternalServerError, "action_script_runtime_error",
-			"The action script failed with a runtime error", wrapPayload(ae.Payload))
+			"The action script failed with a runtime error", actionPayload(ae))
 	case errors.As(err, &ie):
 		return bad(http.StatusBadRequest, "invalid_action_input", "The action input is invalid: "+ie.Err.Error(), nil)
 	case errors.Is(err, errOutputTooLarge):
@@ -171,6 +184,29 @@ func addressRefusal(err error) *store.Error {
 		return se
 	}
 	return nil
+}
+
+// actionPayload is the payload of an ActionError's answer: its Payload
+// as an object, with its Type as "type" first.
+func actionPayload(ae *ActionError) any {
+	p := wrapPayload(ae.Payload)
+	if ae.Type == "" {
+		return p
+	}
+	typ, _ := json.Marshal(ae.Type)
+	var rest map[string]json.RawMessage
+	if b, err := json.Marshal(p); err == nil {
+		_ = json.Unmarshal(b, &rest)
+	}
+	delete(rest, "type")
+	out := `{"type":` + string(typ)
+	if len(rest) > 0 {
+		b, _ := json.Marshal(rest) // sorted keys
+		out += "," + string(b[1:])
+	} else {
+		out += "}"
+	}
+	return json.RawMessage(out)
 }
 
 // wrapPayload makes an ActionError payload an object.

@@ -3,6 +3,7 @@ package functions_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -77,4 +78,15 @@ func ExampleNewAction() {
 	}
 	fmt.Println(out.Greeting)
 	// Output: hello, Ada
+}
+
+// An action that fails on purpose returns an *ActionError: its Type comes
+// first in the payload of the 500 action_script_runtime_error answer, as
+// in the payloads of Nango's functions.
+func ExampleActionError() {
+	err := &functions.ActionError{Type: "not_found", Payload: map[string]any{"message": "User not found", "user_id": "u-7"}}
+	f := functions.Classify(err)
+	body, _ := json.Marshal(f.Body)
+	fmt.Println(f.Status, string(body))
+	// Output: 500 {"error":{"message":"The action script failed with a runtime error","code":"action_script_runtime_error","payload":{"type":"not_found","message":"User not found","user_id":"u-7"}}}
 }
