@@ -572,6 +572,27 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// BaseURL returns the base URL the calls of a connection go to, as Do
+// builds it: opts.BaseURLOverride, or the provider's base URL with the
+// connection's config filled in, checked against the address policy when
+// its host is an address. Failures are those of Do.
+func (p *Proxy) BaseURL(ctx context.Context, environmentID int64, integrationKey, connectionID string, opts Options) (*url.URL, error) {
+	t, err := p.cfg.Source.Target(ctx, environmentID, integrationKey, connectionID, false)
+	if err != nil {
+		return nil, p.mapError(nil, &sourceError{err})
+	}
+	c := &call{p: p, env: environmentID, key: integrationKey, id: connectionID, opts: opts}
+	if err := c.setTarget(t); err != nil {
+		return nil, p.mapError(c, err)
+	}
+	u, err := c.baseURL()
+	if err != nil {
+		return nil, p.mapError(c, err)
+	}
+	cp := *u // shared with the cached Target
+	return &cp, nil
+}
+
 // HTTPStatus returns the HTTP status and code the proxy route answers for
 // an error of Do.
 func HTTPStatus(err error) (int, string) {
