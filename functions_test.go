@@ -183,10 +183,12 @@ type echoOut struct {
 	Upstream string `json:"upstream"`
 }
 
-// registerTestActions registers the actions of the tests: echo (calls
-// the provider and echoes its input), fail (an ActionError), boom (a
-// panic), big (an output of size bytes from its input), upstream (a
-// provider call whose answer is not 2xx).
+// registerTestActions registers the 8 actions of the tests: echo (calls
+// the provider and echoes its input), fail (an ActionError), missing (an
+// ActionError with a Type), boom (a panic), big (an output of size bytes
+// from its input), upstream (a provider call whose answer is not 2xx),
+// refused and refused-sdk (calls to addresses the policy refuses, through
+// the proxy and the SDK client).
 func registerTestActions(t *testing.T, svc *connect.Service) {
 	t.Helper()
 	err := svc.Functions().Register(
@@ -505,14 +507,14 @@ func TestFunctionsFollowTheIntegration(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		bu := setupFunctions(t, b, func(svc *connect.Service) { registerTestActions(t, svc) })
 		r := bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx/functions"})
-		if n := len(r.obj()["data"].([]any)); n != 5 {
-			t.Fatalf("%d functions listed, want 5", n)
+		if n := len(r.obj()["data"].([]any)); n != 8 {
+			t.Fatalf("%d functions listed, want 8", n)
 		}
 		bu.mustDo(t, 200, req{method: "DELETE", path: "/integrations/fx"})
 		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"fx-api","unique_key":"fx"}`})
 		r = bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx/functions"})
-		if n := len(r.obj()["data"].([]any)); n != 5 {
-			t.Fatalf("after the integration was created again: %d functions listed, want 5", n)
+		if n := len(r.obj()["data"].([]any)); n != 8 {
+			t.Fatalf("after the integration was created again: %d functions listed, want 8", n)
 		}
 		bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"fx","connection_id":"c1","api_key":"sk-1"}`})
 		bu.mustDo(t, 200, actionReq("echo", `{"title":"again"}`, nil))
