@@ -148,8 +148,10 @@ type Config struct {
 	// the address policy of webhook URLs (Webhooks.Policy: by default only
 	// public addresses, as for providers; webhook URLs are set by the
 	// environments' API-key holders, so allow private networks only when
-	// they are your own) and the HTTP client (default: the policy checked
-	// at dial time, no redirects followed).
+	// they are your own; refusals name Webhooks.Policy.Setting, by
+	// default "connect.Config.Webhooks.Policy.AllowPrivateNetworks") and
+	// the HTTP client (default: the policy checked at dial time, no
+	// redirects followed).
 	Webhooks webhooks.DeliveryConfig
 
 	// WebhookFrom is the "from" of webhook bodies. Defaults to "nango", so
@@ -197,6 +199,11 @@ type Config struct {
 	// (metadata addresses stay refused), for providers on your own network
 	// or fakes in tests. A Proxy.Transport you set replaces it for the
 	// proxy (build it on proxy.NewTransport or egress.NewTransport).
+	// Refusals ("address not allowed", 403 upstream_address_refused)
+	// name Egress.Setting as what allows private networks; it defaults
+	// to "connect.Config.Egress.AllowPrivateNetworks": a host whose
+	// operators set the policy another way (an environment variable, a
+	// flag) names that instead.
 	Egress egress.Policy
 
 	// Proxy tunes the proxy (ProxyHandler, Proxy, ProxyClient): retries,
@@ -394,6 +401,14 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("connect: Config.Proxy.Policy and Config.Egress differ: set Config.Egress only")
 	}
 	cfg.Proxy.Policy = cfg.Egress
+	// Refusals name the setting that allows private networks.
+	if cfg.Egress.Setting == "" {
+		cfg.Egress.Setting = "connect.Config.Egress.AllowPrivateNetworks"
+		cfg.Proxy.Policy = cfg.Egress
+	}
+	if cfg.Webhooks.Policy.Setting == "" {
+		cfg.Webhooks.Policy.Setting = "connect.Config.Webhooks.Policy.AllowPrivateNetworks"
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

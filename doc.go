@@ -80,7 +80,8 @@
 // token calls) under [Config.Egress], webhook deliveries under
 // Config.Webhooks.Policy. By default only public addresses are reached,
 // and a refusal or an unreachable address is told to the caller as
-// "address not allowed" or "could not reach the provider", nothing more.
+// "address not allowed" (with the setting that allows private networks,
+// egress.Policy.Setting) or "could not reach the provider", nothing more.
 // No end user chooses the host that receives an integration's secrets: a
 // connect session's preset connection config wins, end-user values must be
 // declared fields that fit them, and every URL is built from its template

@@ -129,7 +129,7 @@ func TestCredentialCheckCannotProbeTheNetwork(t *testing.T) {
 			continue
 		}
 		msg := r.obj()["error"].(map[string]any)["message"].(string)
-		if !strings.Contains(msg, "address not allowed") {
+		if !strings.Contains(msg, "address not allowed") || !strings.Contains(msg, "allowed by connect.Config.Egress.AllowPrivateNetworks") {
 			t.Errorf("%s: message %q", name, msg)
 		}
 		if w := leaksNetworkDetail(string(r.raw), open.port(), closedPort); w != "" {
@@ -296,7 +296,8 @@ func TestRefreshFollowsThePolicy(t *testing.T) {
 
 // TestWebhooksFollowTheirPolicy: webhook deliveries follow
 // Config.Webhooks.Policy: under the default one, a receiver on loopback
-// gets nothing and the delivery fails with "address not allowed".
+// gets nothing and the delivery fails with "address not allowed", naming
+// the setting that allows private networks for webhooks.
 func TestWebhooksFollowTheirPolicy(t *testing.T) {
 	t.Parallel()
 	rc := newHookReceiver(t, time.Now, always(http.StatusOK))
@@ -319,8 +320,9 @@ func TestWebhooksFollowTheirPolicy(t *testing.T) {
 	if err := bu.svc.Notify(t.Context(), authEvent(bu, "c1", webhooks.OperationCreation)); err != nil {
 		t.Fatal(err)
 	}
+	const refused = "address not allowed (loopback and private network addresses are allowed by connect.Config.Webhooks.Policy.AllowPrivateNetworks)"
 	ds := bu.settle(t, 1)
-	if len(ds) != 1 || ds[0].Status != webhooks.StatusFailed || ds[0].LastError != "address not allowed" {
+	if len(ds) != 1 || ds[0].Status != webhooks.StatusFailed || ds[0].LastError != refused {
 		t.Fatalf("deliveries %+v", ds[0])
 	}
 	if n := len(rc.calls()); n != 0 {
@@ -331,7 +333,7 @@ func TestWebhooksFollowTheirPolicy(t *testing.T) {
 		t.Fatal("no delivery log entry")
 	}
 	for _, l := range logs {
-		if w := leaksNetworkDetail(l.Message); w != "" || l.Meta["error"] != "address not allowed" {
+		if w := leaksNetworkDetail(l.Message); w != "" || l.Meta["error"] != refused {
 			t.Errorf("delivery log gives away %q: %+v", w, l)
 		}
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
+	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -181,10 +183,12 @@ type echoOut struct {
 	Upstream string `json:"upstream"`
 }
 
-// registerTestActions registers the actions of the tests: echo (calls
-// the provider and echoes its input), fail (an ActionError), boom (a
-// panic), big (an output of size bytes from its input), upstream (a
-// provider call whose answer is not 2xx).
+// registerTestActions registers the 8 actions of the tests: echo (calls
+// the provider and echoes its input), fail (an ActionError), missing (an
+// ActionError with a Type), boom (a panic), big (an output of size bytes
+// from its input), upstream (a provider call whose answer is not 2xx),
+// refused and refused-sdk (calls to addresses the policy refuses, through
+// the proxy and the SDK client).
 func registerTestActions(t *testing.T, svc *connect.Service) {
 	t.Helper()
 	err := svc.Functions().Register(
@@ -204,6 +208,9 @@ func registerTestActions(t *testing.T, svc *connect.Service) {
 		functions.NewAction("fx", "fail", func(ctx context.Context, c *functions.Context, in map[string]any) (any, error) {
 			return nil, &functions.ActionError{Payload: map[string]any{"reason": "nope", "input": in}}
 		}),
+		functions.NewAction("fx", "missing", func(ctx context.Context, c *functions.Context, in map[string]any) (any, error) {
+			return nil, &functions.ActionError{Type: "not_found", Payload: map[string]any{"message": "No such issue", "input": in}}
+		}),
 		functions.NewAction("fx", "boom", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
 			var m map[string]int
 			m["x"]++ // a nil map: panics
@@ -214,6 +221,17 @@ func registerTestActions(t *testing.T, svc *connect.Service) {
 		}),
 		functions.NewAction("fx", "upstream", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
 			_, err := c.Proxy(ctx, functions.ProxyRequest{Endpoint: "/missing"})
+			return nil, err
+		}),
+		functions.NewAction("fx", "refused", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
+			_, err := c.Proxy(ctx, functions.ProxyRequest{Endpoint: "/latest", BaseURLOverride: "http://169.254.169.254"})
+			return nil, fmt.Errorf("read the metadata: %w", err)
+		}),
+		functions.NewAction("fx", "refused-sdk", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
+			resp, err := c.HTTPClient(proxy.Options{}).Get("http://10.0.0.7/latest")
+			if err == nil {
+				resp.Body.Close()
+			}
 			return nil, err
 		}),
 	)
@@ -244,16 +262,36 @@ func TestActionTrigger(t *testing.T) {
 			t.Errorf("fail answered %s", r.raw)
 		}
 
-		// A panic is 500 script_internal_error with a stack; the host lives.
+		// Its Type is the payload's "type", first, as in Nango's payloads.
+		r = bu.mustDo(t, 500, actionReq("missing", `{"id":9}`, nil))
+		if !strings.Contains(string(r.raw), `"payload":{"type":"not_found","input":{"id":9},"message":"No such issue"}`) {
+			t.Errorf("missing answered %s", r.raw)
+		}
+
+		// A panic is 500 script_internal_error; the host lives. The stack
+		// is in the run's log entry, never in the answer.
 		r = bu.mustDo(t, 500, actionReq("boom", "", nil))
 		e = r.obj()["error"].(map[string]any)
 		p, _ := e["payload"].(map[string]any)
-		if e["code"] != "script_internal_error" || len(p["stacktrace"].([]any)) == 0 {
+		if e["code"] != "script_internal_error" || p["name"] != "panic" || !strings.Contains(fmt.Sprint(p["message"]), "nil map") {
 			t.Errorf("boom answered %s", r.raw)
 		}
-		if !strings.Contains(string(r.raw), "functions_test") {
-			t.Errorf("the stack does not name the function's file: %s", r.raw)
+		if _, ok := p["stacktrace"]; ok || strings.Contains(string(r.raw), "functions_test") || strings.Contains(string(r.raw), ".go:") {
+			t.Errorf("the answer holds a stack: %s", r.raw)
 		}
+		waitFor(t, 10*time.Second, "the stack in the run's log entry", func() bool {
+			es, err := bu.svc.ListLogs(context.Background(), oplog.Filter{EnvironmentID: bu.env.ID, Type: "action", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				if e.Operation == "run" && e.Meta["function"] == "boom" && e.Status == oplog.StatusFailure {
+					// []string, or []any once read back from JSON.
+					return strings.Contains(fmt.Sprint(e.Meta["stacktrace"]), "functions_test.go")
+				}
+			}
+			return false
+		})
 
 		// An upstream failure is 424 script_http_error with the upstream.
 		bu.api.setHandle(func(w http.ResponseWriter, r *http.Request) {
@@ -272,6 +310,22 @@ func TestActionTrigger(t *testing.T) {
 			t.Errorf("upstream answered %s", r.raw)
 		}
 		bu.api.setHandle(nil)
+
+		// A request the address policy refuses, through the proxy or the
+		// SDK client, is answered as the proxy answers it: 403
+		// upstream_address_refused, naming the setting and not the
+		// address.
+		for _, name := range []string{"refused", "refused-sdk"} {
+			r = bu.mustDo(t, 403, actionReq(name, "", nil))
+			e = r.obj()["error"].(map[string]any)
+			if e["code"] != proxy.CodeAddressRefused || e["message"] != "The network policy refused the upstream: address not allowed "+
+				"(loopback and private network addresses are allowed by connect.Config.Egress.AllowPrivateNetworks)." || e["payload"] != nil {
+				t.Errorf("%s answered %s", name, r.raw)
+			}
+			if w := leaksNetworkDetail(string(r.raw)); w != "" || strings.Contains(string(r.raw), "10.0.0.7") {
+				t.Errorf("%s: the answer gives away %q: %s", name, w, r.raw)
+			}
+		}
 
 		// Outputs up to 10 MB pass whole; larger ones are refused, not cut.
 		r = bu.mustDo(t, 200, actionReq("big", `{"Size":1000}`, nil))
@@ -453,14 +507,14 @@ func TestFunctionsFollowTheIntegration(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		bu := setupFunctions(t, b, func(svc *connect.Service) { registerTestActions(t, svc) })
 		r := bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx/functions"})
-		if n := len(r.obj()["data"].([]any)); n != 5 {
-			t.Fatalf("%d functions listed, want 5", n)
+		if n := len(r.obj()["data"].([]any)); n != 8 {
+			t.Fatalf("%d functions listed, want 8", n)
 		}
 		bu.mustDo(t, 200, req{method: "DELETE", path: "/integrations/fx"})
 		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"fx-api","unique_key":"fx"}`})
 		r = bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx/functions"})
-		if n := len(r.obj()["data"].([]any)); n != 5 {
-			t.Fatalf("after the integration was created again: %d functions listed, want 5", n)
+		if n := len(r.obj()["data"].([]any)); n != 8 {
+			t.Fatalf("after the integration was created again: %d functions listed, want 8", n)
 		}
 		bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"fx","connection_id":"c1","api_key":"sk-1"}`})
 		bu.mustDo(t, 200, actionReq("echo", `{"title":"again"}`, nil))

@@ -3,12 +3,14 @@ package connect_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/functions"
+	"github.com/embedauth/connect/proxy"
 )
 
 func TestOnEventFunctions(t *testing.T) {
@@ -27,8 +29,16 @@ func TestOnEventFunctions(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						if conn.Credentials.APIKey == "bad" {
+						switch conn.Credentials.APIKey {
+						case "bad":
 							return &functions.ActionError{Payload: map[string]any{"message": "the key is revoked"}}
+						case "internal":
+							// A check against an address the policy refuses.
+							resp, err := c.HTTPClient(proxy.Options{}).Get("http://10.0.0.7/check")
+							if err == nil {
+								resp.Body.Close()
+							}
+							return err
 						}
 						return nil
 					}},
@@ -60,6 +70,14 @@ func TestOnEventFunctions(t *testing.T) {
 			t.Errorf("invalid import answered %s", r.raw)
 		}
 		f.mustDo(t, 404, req{method: "GET", path: "/connections/c3?provider_config_key=fx"})
+
+		// A check the address policy refuses says so, as the proxy would,
+		// without the address or the dial error.
+		r = f.mustDo(t, 400, req{method: "POST", path: "/connections", body: `{"provider_config_key":"fx","connection_id":"c3","api_key":"internal"}`})
+		if msg, _ := r.obj()["error"].(map[string]any)["message"].(string); r.errCode() != "connection_validation_failed" ||
+			!strings.HasPrefix(msg, "The network policy refused the upstream: address not allowed") || strings.Contains(msg, "10.0.0.7") {
+			t.Errorf("a refused check answered %s", r.raw)
+		}
 
 		// Through a connect session as well.
 		tok := f.session(t, `{"end_user":{"id":"u1"},"allowed_integrations":["fx"]}`)

@@ -1129,7 +1129,14 @@ func TestProxyDropsHopByHopHeaders(t *testing.T) {
 				fmt.Fprint(w, "body")
 			})
 			h := with(route(pxHeader), "Nango-Proxy-Connection", "close", "Nango-Proxy-Transfer-Encoding", "chunked",
-				"Nango-Proxy-Host", "evil.example", "Nango-Proxy-Keep-Alive", "1", "Te", "trailers", "Nango-Proxy-Upgrade", "x")
+				"Nango-Proxy-Host", "evil.example", "Nango-Proxy-Keep-Alive", "1", "Te", "trailers", "Nango-Proxy-Upgrade", "x",
+				"Nango-Proxy-Proxy-Authorization", "Basic c2VjcmV0OnZhbHVl", "nango-proxy-proxy-connection", "keep-alive",
+				"Nango-Proxy-Proxy-Authenticate", "Basic", "Nango-Proxy-Te", "trailers", "Nango-Proxy-Trailer", "X-Sum",
+				"Nango-Proxy-Content-Length", "99",
+				// Hop-by-hop on the caller's own connection: not forwarded.
+				"Connection", "Nango-Proxy-X-Hop-Only", "Nango-Proxy-X-Hop-Only", "1",
+				// End to end, the caller's own credentials for the provider.
+				"Nango-Proxy-Authorization", "Bearer mine", "Nango-Proxy-Cookie", "c=1", "Nango-Proxy-X-Custom", "v")
 			resp, body := pb.call(t, "GET", "/proxy/hop", h, "")
 			if resp.StatusCode != status || body != "body" || resp.Header.Get("X-End-To-End") != "kept" || resp.Header.Get("Set-Cookie") != "a=b" {
 				t.Fatalf("= %d %q %v", resp.StatusCode, body, resp.Header)
@@ -1140,15 +1147,45 @@ func TestProxyDropsHopByHopHeaders(t *testing.T) {
 				}
 			}
 			s := pb.up.last()
-			for _, k := range []string{"Transfer-Encoding", "Keep-Alive", "Te", "Upgrade"} {
-				if v := s.header.Get(k); v != "" {
+			for _, k := range []string{"Transfer-Encoding", "Keep-Alive", "Te", "Upgrade", "Proxy-Authorization", "Proxy-Connection",
+				"Proxy-Authenticate", "Trailer", "Connection", "X-Hop-Only", "Nango-Proxy-X-Hop-Only"} {
+				if v, ok := s.header[k]; ok {
 					t.Errorf("request header %s: %q reached the upstream", k, v)
+				}
+			}
+			for k, v := range map[string]string{"Authorization": "Bearer mine", "Cookie": "c=1", "X-Custom": "v"} {
+				if got := s.header.Get(k); got != v {
+					t.Errorf("request header %s = %q upstream, want %q", k, got, v)
 				}
 			}
 			if s.hostURL != pb.up.srv.URL {
 				t.Errorf("upstream Host = %s", s.hostURL)
 			}
 		})
+	}
+}
+
+// TestProxyDoDropsHopByHopHeaders: a call from Go (Proxy.Do, which a
+// function's Context.Proxy makes) drops the headers the route drops.
+func TestProxyDoDropsHopByHopHeaders(t *testing.T) {
+	t.Parallel()
+	pb := proxySetup(t, &backend{store: memoryStore()})
+	resp, err := pb.svc.Proxy(t.Context(), &proxy.Request{EnvironmentID: pb.env.ID, IntegrationKey: pxHeader, ConnectionID: pxConn,
+		Endpoint: "/hop", Header: http.Header{"Proxy-Authorization": {"Basic c2VjcmV0OnZhbHVl"}, "proxy-connection": {"keep-alive"},
+			"Keep-Alive": {"1"}, "Upgrade": {"x"}, "Te": {"trailers"}, "Connection": {"X-Custom"}, "Host": {"evil.example"},
+			"Authorization": {"Bearer mine"}, "X-Custom": {"v"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	s := pb.up.last()
+	for _, k := range []string{"Proxy-Authorization", "Proxy-Connection", "Keep-Alive", "Upgrade", "Te", "Connection"} {
+		if v, ok := s.header[k]; ok {
+			t.Errorf("request header %s: %q reached the upstream", k, v)
+		}
+	}
+	if s.header.Get("Authorization") != "Bearer mine" || s.header.Get("X-Custom") != "v" || s.hostURL != pb.up.srv.URL {
+		t.Errorf("upstream got Authorization %q, X-Custom %q, Host %s", s.header.Get("Authorization"), s.header.Get("X-Custom"), s.hostURL)
 	}
 }
 
@@ -1464,18 +1501,22 @@ func TestProxyOAuth1RSA(t *testing.T) {
 
 // TestProxyFailuresNameNoAddress: the proxy's answers for a refused, an
 // unreachable and a slow upstream say "address not allowed" or "could not
-// reach the provider" and name no address, port or dial error.
+// reach the provider" and name no address, port or dial error. A refusal
+// names the setting that allows private networks, unless the policy
+// allows them already.
 func TestProxyFailuresNameNoAddress(t *testing.T) {
 	t.Parallel()
 	closed := closedURL(t)
 	_, closedPort, _ := net.SplitHostPort(strings.TrimPrefix(closed, "http://"))
+	const remedy = "The network policy refused the upstream: address not allowed (loopback and private network addresses are allowed by connect.Config.Egress.AllowPrivateNetworks)."
 	for _, tc := range []struct {
 		name, base, code, phrase string
 		status                   int
 		policy                   egress.Policy
 	}{
-		{"refused", "http://169.254.169.254", proxy.CodeAddressRefused, "address not allowed", 403, egress.Policy{AllowPrivateNetworks: true}},
-		{"refused loopback", closed, proxy.CodeAddressRefused, "address not allowed", 403, egress.Policy{}},
+		{"refused", "http://169.254.169.254", proxy.CodeAddressRefused, "The network policy refused the upstream: address not allowed.", 403, egress.Policy{AllowPrivateNetworks: true}},
+		{"refused loopback", closed, proxy.CodeAddressRefused, remedy, 403, egress.Policy{}},
+		{"refused metadata", "http://169.254.169.254", proxy.CodeAddressRefused, remedy, 403, egress.Policy{AllowLoopback: true}},
 		{"closed port", closed, proxy.CodeUpstreamError, "could not reach the provider", 502, egress.Policy{AllowLoopback: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/functions"
+	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/store"
@@ -201,6 +205,72 @@ func TestRunDeadline(t *testing.T) {
 		r := f.mustDo(t, 500, actionReq("slow", "", nil))
 		if r.errCode() != "execution_timeout" {
 			t.Fatalf("slow answered %s", r.raw)
+		}
+	})
+}
+
+// TestRunContextPaginatePages: through the proxy, each page comes with its
+// next-page link; an iteration resumed from an absolute link to the
+// provider's host goes on from there, and one resumed from a link to
+// another host is refused before any request.
+func TestRunContextPaginatePages(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		var base atomic.Value // the provider's base URL, known once set up
+		pages := func(w http.ResponseWriter, r *http.Request) {
+			n, _ := strconv.Atoi(r.URL.Query().Get("page"))
+			if r.URL.Path != "/items" || n < 1 || n > 3 {
+				http.NotFound(w, r)
+				return
+			}
+			if n < 3 {
+				w.Header().Set("Link", fmt.Sprintf(`<%s/items?page=%d>; rel="next"`, base.Load(), n+1))
+			}
+			fmt.Fprintf(w, `[{"id":"i%d"}]`, n)
+		}
+		f := setupFunctionsAPI(t, b, func(svc *connect.Service) {
+			err := svc.Functions().Register(functions.NewAction("fx", "pages",
+				func(ctx context.Context, c *functions.Context, in struct{ From any }) (map[string]any, error) {
+					var ids, next []any
+					p := &integrations.Paginate{Type: integrations.PaginateLink, LinkRelInResponseHeader: "next"}
+					for page, err := range c.PaginatePages(ctx, functions.ProxyRequest{Endpoint: "/items", Params: url.Values{"page": {"1"}}}, p, in.From) {
+						if err != nil {
+							return nil, err
+						}
+						for _, raw := range page.Records {
+							var rec struct{ ID string }
+							if err := json.Unmarshal(raw, &rec); err != nil {
+								return nil, err
+							}
+							ids = append(ids, rec.ID)
+						}
+						next = append(next, page.NextPageParam)
+					}
+					return map[string]any{"ids": ids, "next": next}, nil
+				}))
+			if err != nil {
+				t.Fatal(err)
+			}
+		}, pages)
+		base.Store(f.api.srv.URL)
+		link := func(n int) string { return fmt.Sprintf("%s/items?page=%d", f.api.srv.URL, n) }
+
+		r := f.mustDo(t, 200, actionReq("pages", `{}`, nil))
+		want := fmt.Sprintf(`{"ids":["i1","i2","i3"],"next":[%q,%q,null]}`, link(2), link(3))
+		if got := strings.TrimSpace(string(r.raw)); got != want {
+			t.Fatalf("pages answered %s, want %s", got, want)
+		}
+		r = f.mustDo(t, 200, actionReq("pages", fmt.Sprintf(`{"From":%q}`, link(3)), nil))
+		if got, want := strings.TrimSpace(string(r.raw)), `{"ids":["i3"],"next":[null]}`; got != want {
+			t.Errorf("resumed at page 3: %s, want %s", got, want)
+		}
+		before := len(f.api.requests())
+		elsewhere := strings.Replace(link(2), "127.0.0.1", "localhost", 1)
+		r = f.mustDo(t, 500, actionReq("pages", fmt.Sprintf(`{"From":%q}`, elsewhere), nil))
+		if !strings.Contains(string(r.raw), "another host than the provider") {
+			t.Errorf("resumed from another host: %s", r.raw)
+		}
+		if n := len(f.api.requests()) - before; n != 0 {
+			t.Errorf("resuming from another host made %d requests", n)
 		}
 	})
 }

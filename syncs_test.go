@@ -223,7 +223,9 @@ func TestSyncRunsAndRecords(t *testing.T) {
 
 		// Auto start: the new connection's sync runs at once.
 		st := f.waitRun(t, "issues", start)
-		if st["status"] != functions.StatusSuccess || st["frequency"] != "1h" {
+		// type is the latest run's: INITIAL after the first run (the next
+		// one will be incremental, but has not run).
+		if st["status"] != functions.StatusSuccess || st["frequency"] != "1h" || st["type"] != "INITIAL" {
 			t.Fatalf("status after the first run: %v", st)
 		}
 		res := st["latestResult"].(map[string]any)["Issue"].(map[string]any)
@@ -261,6 +263,9 @@ func TestSyncRunsAndRecords(t *testing.T) {
 		res = st["latestResult"].(map[string]any)["Issue"].(map[string]any)
 		if res["added"] != float64(0) || res["updated"] != float64(0) {
 			t.Fatalf("an unchanged run counted %v", res)
+		}
+		if st["type"] != "INCREMENTAL" {
+			t.Errorf("type after an incremental run: %v", st["type"])
 		}
 		f.issues.set(251, func(i int) string {
 			if i == 7 {
@@ -432,6 +437,9 @@ func TestSyncFailureResumesFromCheckpoint(t *testing.T) {
 		st = f.waitRun(t, "issues", before)
 		if st["status"] != functions.StatusError || st["recordCount"].(map[string]any)["Issue"] != float64(250) {
 			t.Fatalf("a failing run deleted records: %v", st)
+		}
+		if st["type"] != "INITIAL" {
+			t.Errorf("type after a reset run: %v", st["type"])
 		}
 		failAfter.Store(0)
 		before = time.Now()

@@ -397,7 +397,7 @@ func (ss *Sessions) verifyWith(ctx context.Context, p *integrations.Provider, cr
 			ss.cfg.Logger.WarnContext(ctx, "credential check: the provider could not be called", "code", f.Code,
 				"err", sanitize(redactErr(err).Error(), 300, secrets))
 			if f.Code == egress.CodeAddressNotAllowed {
-				return store.Invalid(f.Code, "The credentials could not be checked: address not allowed.")
+				return store.Invalid(f.Code, "The credentials could not be checked: "+f.Message+".")
 			}
 			unreachable = true
 			if ctx.Err() != nil {

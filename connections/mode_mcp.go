@@ -308,6 +308,10 @@ func checkMCPURL(raw string, policy egress.Policy) error {
 		return errors.New("it must use https")
 	}
 	if err := policy.CheckHost(u.Host); err != nil {
+		var ae *egress.AddressError
+		if errors.As(err, &ae) && ae.Remedy() != "" {
+			return errors.New("its address is not allowed (" + ae.Remedy() + ")")
+		}
 		return errors.New("its address is not allowed")
 	}
 	return nil

@@ -43,12 +43,16 @@ func AddressNotAllowed(err error) bool {
 
 // Describe turns the error of a failed outbound request (an error of
 // http.Client.Do or of a dial) into a *Failure: an address the policy
-// refused is CodeAddressNotAllowed, anything else CodeUnreachable. It
-// returns nil for a nil error.
+// refused is CodeAddressNotAllowed, with the message of its
+// *AddressError (which names the policy's Setting, if any); anything else
+// CodeUnreachable. It returns nil for a nil error.
 func Describe(err error) *Failure {
+	var ae *AddressError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ae):
+		return &Failure{Code: CodeAddressNotAllowed, Message: ae.Message()}
 	case AddressNotAllowed(err):
 		return &Failure{Code: CodeAddressNotAllowed, Message: MessageAddressNotAllowed}
 	}

@@ -28,7 +28,9 @@
 // or "could not reach the provider", with a stable code
 // ([CodeAddressNotAllowed], [CodeUnreachable]), never the dial error, the
 // address or the port, so that a caller cannot use the service to probe a
-// network.
+// network. A refusal names the setting that allows private networks when
+// the policy names one ([Policy.Setting]), in the same words whatever the
+// refused address.
 //
 // A host that hands the service its own [net/http.Client] or
 // [net/http.RoundTripper] replaces the policy with its own: build it on

@@ -29,3 +29,13 @@ func ExamplePolicy_Check() {
 	// 169.254.169.254 false
 	// 2606:4700::1111 true
 }
+
+// A refusal names the setting that allows private networks, when the
+// policy names one: here the field of the host's configuration.
+func ExamplePolicy_Setting() {
+	policy := egress.Policy{Setting: "Config.Egress.AllowPrivateNetworks"}
+	client := &http.Client{Transport: egress.NewTransport(policy)}
+	_, err := client.Get("http://10.0.0.7/")
+	fmt.Println(egress.Describe(err).Message)
+	// Output: address not allowed (loopback and private network addresses are allowed by Config.Egress.AllowPrivateNetworks)
+}

@@ -231,6 +231,17 @@ type Policy struct {
 	// private CA of the providers called, or the test CA of fake
 	// providers served over TLS.
 	RootCAs *x509.CertPool
+	// Setting names, in the messages of refusals, where whoever runs the
+	// service allows private networks for this policy: a field of its
+	// configuration ("connect.Config.Egress.AllowPrivateNetworks") or an
+	// environment variable of its server
+	// ("CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true"). A refusal then
+	// reads "address not allowed (loopback and private network addresses
+	// are allowed by <Setting>)" (see AddressError.Message), the same
+	// words whatever the address, so that they tell nothing about it.
+	// Empty, or with AllowPrivateNetworks already set, a refusal names no
+	// setting. It changes no decision.
+	Setting string
 }
 
 // Check returns an *AddressError when the policy refuses a.
@@ -247,7 +258,11 @@ func (p Policy) Check(a netip.Addr) error {
 	case class == Private && p.AllowPrivateNetworks:
 		return nil
 	}
-	return &AddressError{Addr: a.WithZone("").Unmap(), Class: class}
+	ae := &AddressError{Addr: a.WithZone("").Unmap(), Class: class}
+	if !p.AllowPrivateNetworks {
+		ae.Setting = p.Setting
+	}
+	return ae
 }
 
 // CheckHost checks a URL's host when it is an IP address literal (with or
@@ -311,16 +326,39 @@ func NewTransport(p Policy) *http.Transport {
 }
 
 // AddressError is a connection the policy refused. Its Error text names
-// the class but not the address; Addr is for the host's own logs.
+// the class but not the address; Addr is for the host's own logs. What
+// a caller of the service may read is Message.
 type AddressError struct {
 	// Addr is the refused address.
 	Addr netip.Addr
 	// Class says why it was refused.
 	Class Class
+	// Setting is the refusing Policy's Setting when that policy does not
+	// allow private networks yet, else empty.
+	Setting string
 }
 
 func (e *AddressError) Error() string {
 	return fmt.Sprintf("egress: address not allowed (%s)", e.Class)
+}
+
+// Remedy returns "loopback and private network addresses are allowed by
+// <Setting>", or "" when the refusing policy names no setting.
+func (e *AddressError) Remedy() string {
+	if e.Setting == "" {
+		return ""
+	}
+	return "loopback and private network addresses are allowed by " + e.Setting
+}
+
+// Message is the refusal in words safe to show to whoever asked for the
+// request: MessageAddressNotAllowed, followed by Remedy in parentheses
+// when there is one. It names neither the address nor its class.
+func (e *AddressError) Message() string {
+	if r := e.Remedy(); r != "" {
+		return MessageAddressNotAllowed + " (" + r + ")"
+	}
+	return MessageAddressNotAllowed
 }
 
 // Is makes errors.Is(err, ErrAddressNotAllowed) true.

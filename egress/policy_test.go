@@ -204,6 +204,45 @@ func TestCheckHostAndControl(t *testing.T) {
 	}
 }
 
+// TestRefusalNamesTheSetting: a refusal names the policy's Setting, in
+// the same words whatever the refused address (so that they give nothing
+// of it away), and none when the policy allows private networks already
+// or names no setting.
+func TestRefusalNamesTheSetting(t *testing.T) {
+	t.Parallel()
+	const setting = "Config.Egress.AllowPrivateNetworks"
+	const want = "address not allowed (loopback and private network addresses are allowed by " + setting + ")"
+	for _, p := range []Policy{{Setting: setting}, {Setting: setting, AllowLoopback: true}} {
+		for _, a := range []string{"10.0.0.7", "127.0.0.1", "169.254.169.254", "192.0.2.1", "fd00::1"} {
+			err := p.Check(netip.MustParseAddr(a))
+			if p.AllowLoopback && a == "127.0.0.1" {
+				if err != nil {
+					t.Errorf("%+v refused %s: %v", p, a, err)
+				}
+				continue
+			}
+			var ae *AddressError
+			if !errors.As(err, &ae) || ae.Message() != want {
+				t.Errorf("%+v refused %s with %v, want the message %q", p, a, err, want)
+				continue
+			}
+			if f := Describe(&net.OpError{Op: "dial", Net: "tcp", Err: err}); f.Code != CodeAddressNotAllowed || f.Message != want {
+				t.Errorf("Describe(refusal of %s) = %+v", a, f)
+			}
+			if strings.Contains(ae.Message(), a) || strings.Contains(ae.Message(), string(ae.Class)+")") {
+				t.Errorf("the message names the address or its class: %s", ae.Message())
+			}
+		}
+	}
+	for _, p := range []Policy{{}, {AllowPrivateNetworks: true, Setting: setting}} {
+		err := p.Check(netip.MustParseAddr("169.254.169.254"))
+		var ae *AddressError
+		if !errors.As(err, &ae) || ae.Message() != "address not allowed" || ae.Remedy() != "" {
+			t.Errorf("%+v: %v, want the message without a setting", p, err)
+		}
+	}
+}
+
 // TestTransportDialTime shows the check at dial time: a name that resolves
 // to loopback is refused, and so is a redirect from an allowed address to
 // a refused one.

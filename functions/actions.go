@@ -199,6 +199,13 @@ func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, st
 		if errors.As(runErr, &re) {
 			meta["error"] = re.Failure.Body.Error.Code
 		}
+		// A panic's stack is for whoever reads the run's log, never for
+		// the answer or the webhooks.
+		var pe *PanicError
+		if errors.As(runErr, &pe) {
+			msg = fmt.Sprintf("%s %q panicked", p.fn.Kind, p.fn.Name)
+			meta["stacktrace"] = pe.Stack
+		}
 	}
 	e := &oplog.Entry{ID: logID, EnvironmentID: p.conn.EnvironmentID, Type: typ, Operation: "run", Status: status,
 		IntegrationKey: p.conn.IntegrationKey, ConnectionID: p.conn.ConnectionID, Message: msg, Meta: meta}

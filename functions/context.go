@@ -367,8 +367,21 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 // response_path. The iteration ends with an error when a call fails. An
 // absolute next-page link is followed only to the host the previous page
 // came from: a provider's answer never sends the connection's
-// credentials elsewhere.
+// credentials elsewhere. PaginatePages yields each page with its
+// next-page parameter, to checkpoint and resume.
 func (c *Context) Paginate(ctx context.Context, r ProxyRequest, p *integrations.Paginate) iter.Seq2[[]json.RawMessage, error] {
+	return recordsOf(c.PaginatePages(ctx, r, p, nil))
+}
+
+// PaginatePages is Paginate yielding each page whole (see PageResult):
+// its records, its response and its NextPageParam, the cursor, offset or
+// link of the next page (Nango's on_page callback, as the body of the
+// range loop). With from not nil (a NextPageParam saved in a checkpoint),
+// the iteration starts at the page it names instead of the first (see
+// the package function PaginatePages). An absolute link to resume from is
+// followed only to the host of the provider's base URL (or of
+// r.BaseURLOverride).
+func (c *Context) PaginatePages(ctx context.Context, r ProxyRequest, p *integrations.Paginate, from any) iter.Seq2[*PageResult, error] {
 	var provider *integrations.Paginate
 	if c.svc.cfg.Catalog != nil {
 		if pr, ok := c.svc.cfg.Catalog.Get(c.Provider); ok && pr.Proxy != nil {
@@ -384,33 +397,64 @@ func (c *Context) Paginate(ctx context.Context, r ProxyRequest, p *integrations.
 		}
 	}
 	first := PageRequest{Method: r.Method, Endpoint: r.Endpoint, Params: r.Params, Body: body, BaseURLOverride: r.BaseURLOverride}
-	lastHost := ""
-	if r.BaseURLOverride != "" {
-		if u, err := url.Parse(r.BaseURLOverride); err == nil {
-			lastHost = u.Host
-		}
-	}
-	fetch := func(ctx context.Context, pr PageRequest) (*Page, error) {
-		if pr.BaseURLOverride != "" && pr.BaseURLOverride != r.BaseURLOverride {
-			u, err := url.Parse(pr.BaseURLOverride)
-			if err != nil || lastHost == "" || !strings.EqualFold(u.Host, lastHost) {
-				return nil, fmt.Errorf("functions: paginate %s: the next page's link points at another host than the provider's; not followed", r.Endpoint)
+	return func(yield func(*PageResult, error) bool) {
+		// The host of the last page read: the only one an absolute
+		// next-page link may lead to.
+		lastHost := ""
+		if r.BaseURLOverride != "" {
+			if u, err := url.Parse(r.BaseURLOverride); err == nil {
+				lastHost = u.Host
 			}
 		}
-		call := r
-		call.Method, call.Endpoint, call.Params, call.BaseURLOverride = pr.Method, pr.Endpoint, pr.Params, pr.BaseURLOverride
-		call.Data, call.Body = nil, nil
-		if pr.Body != nil {
-			call.Data = pr.Body
+		fetch := func(ctx context.Context, pr PageRequest) (*Page, error) {
+			if pr.BaseURLOverride != "" && pr.BaseURLOverride != r.BaseURLOverride {
+				if lastHost == "" { // resumed from a link: no page read yet
+					lastHost = c.baseHost(ctx, r)
+				}
+				u, err := url.Parse(pr.BaseURLOverride)
+				if err != nil || lastHost == "" || !strings.EqualFold(u.Host, lastHost) {
+					return nil, fmt.Errorf("functions: paginate %s: the next page's link points at another host than the provider's; not followed", r.Endpoint)
+				}
+			}
+			call := r
+			call.Method, call.Endpoint, call.Params, call.BaseURLOverride = pr.Method, pr.Endpoint, pr.Params, pr.BaseURLOverride
+			call.Data, call.Body = nil, nil
+			if pr.Body != nil {
+				call.Data = pr.Body
+			}
+			resp, err := c.Proxy(ctx, call)
+			if err != nil {
+				return nil, err
+			}
+			if resp.URL != nil {
+				lastHost = resp.URL.Host
+			}
+			return &Page{Status: resp.Status, Header: resp.Header, Body: resp.Body}, nil
 		}
-		resp, err := c.Proxy(ctx, call)
-		if err != nil {
-			return nil, err
+		for page, err := range PaginatePages(ctx, fetch, first, settings, from) {
+			if !yield(page, err) {
+				return
+			}
 		}
-		if resp.URL != nil {
-			lastHost = resp.URL.Host
-		}
-		return &Page{Status: resp.Status, Header: resp.Header, Body: resp.Body}, nil
 	}
-	return Paginate(ctx, fetch, first, settings)
+}
+
+// baseURLer gives the base URL of a connection's calls; *proxy.Proxy
+// implements it.
+type baseURLer interface {
+	BaseURL(ctx context.Context, environmentID int64, integrationKey, connectionID string, opts proxy.Options) (*url.URL, error)
+}
+
+// baseHost returns the host of the base URL r goes to, or "" when the
+// Proxier cannot tell.
+func (c *Context) baseHost(ctx context.Context, r ProxyRequest) string {
+	b, ok := c.svc.cfg.Proxy.(baseURLer)
+	if !ok {
+		return ""
+	}
+	u, err := b.BaseURL(ctx, c.EnvironmentID, c.Integration, c.ConnectionID, proxy.Options{BaseURLOverride: r.BaseURLOverride})
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }

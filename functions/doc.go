@@ -31,6 +31,15 @@
 // per call, record ids of at most 255 characters, declared models only,
 // 10 MB of action output, the run deadline) live there too.
 //
+// A failed run is answered as Nango answers it ([Classify]): an
+// [ActionError] (its Type first in the payload) is 500
+// action_script_runtime_error, a provider's answer outside 2xx
+// ([UpstreamError]) 424 script_http_error, a request the address policy
+// refused 403 upstream_address_refused as the proxy answers it, a panic
+// or any other error 500 script_internal_error. No answer, webhook or
+// stored result holds a stack: a panic's goes into the run's operations
+// log entry.
+//
 // The code of a function runs on a [Runtime]: Go functions on the built-in
 // one; a runtime for code deployed at run time is added with
 // [Service.AddRuntime]. Scheduling, bookkeeping, webhooks and records never

@@ -8,22 +8,39 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/embedauth/connect/egress"
+	"github.com/embedauth/connect/proxy"
+	"github.com/embedauth/connect/store"
 )
 
 // ActionError is an error a function returns on purpose, with a payload
 // for its caller: POST /action/trigger answers it as 500
-// action_script_runtime_error with the payload (an object; any other
-// value is wrapped as {"message": value}).
+// action_script_runtime_error with the payload, an object: Type, when
+// set, is its "type", first, followed by the fields of Payload. This is
+// the payload of Nango's functions, which throw
+// ActionError({type: "not_found", message: "User not found", ...}).
 type ActionError struct {
+	// Type says what went wrong, for the caller to branch on, such as
+	// "not_found" or "invalid_input": the payload's "type" (it replaces a
+	// "type" of Payload's own). Empty for none.
+	Type string
+	// Payload is the rest of the payload: an object (a map or a struct)
+	// whose fields follow "type"; any other value is wrapped as
+	// {"message": value}.
 	Payload any
 }
 
 func (e *ActionError) Error() string {
+	prefix := "action error"
+	if e.Type != "" {
+		prefix += " " + e.Type
+	}
 	b, err := json.Marshal(e.Payload)
 	if err != nil {
-		return "action error"
+		return prefix
 	}
-	return "action error: " + string(b)
+	return prefix + ": " + string(b)
 }
 
 // UpstreamError is a provider's answer outside 2xx to a call made through
@@ -52,8 +69,9 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return "invalid action input: " + e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// PanicError is a function that panicked: a runtime error with the stack,
-// never a crash of the host.
+// PanicError is a function that panicked: a runtime error, never a crash
+// of the host. Its stack goes into the run's operations log entry (Meta
+// "stacktrace"), never into an answer or a webhook.
 type PanicError struct {
 	Value any
 	// Stack holds the frames of the panic, innermost first, at most 10.
@@ -99,9 +117,12 @@ type Upstream struct {
 // answers POST /action/trigger: an UpstreamError is 424
 // script_http_error; an ActionError 500 action_script_runtime_error; a
 // bad input 400 invalid_action_input; an output over 10 MB 400
-// script_output_too_large; the run deadline 500 execution_timeout; a
+// script_output_too_large; a request the address policy refused (through
+// Context.Proxy, Paginate or HTTPClient) 403 upstream_address_refused, as
+// the proxy answers it; the run deadline 500 execution_timeout; a
 // cancelled run 410 script_aborted; a panic or any other error 500
-// script_internal_error with {name, message, stacktrace}.
+// script_internal_error with {name, message} (a panic's stack is logged,
+// never answered).
 func Classify(err error) *Failure {
 	var (
 		up  *UpstreamError
@@ -112,6 +133,9 @@ func Classify(err error) *Failure {
 			return &Failure{Status: status, Body: FailureBody{Error: FailureDetail{Code: code, Message: msg, Payload: payload}}}
 		}
 	)
+	if se := addressRefusal(err); se != nil {
+		return bad(http.StatusForbidden, se.Code, se.Message, nil)
+	}
 	switch {
 	case errors.As(err, &up):
 		body := decodeBody(up.Body)
@@ -128,7 +152,7 @@ func Classify(err error) *Failure {
 		return f
 	case errors.As(err, &ae):
 		return bad(http.StatusInternalServerError, "action_script_runtime_error",
-			"The action script failed with a runtime error", wrapPayload(ae.Payload))
+			"The action script failed with a runtime error", actionPayload(ae))
 	case errors.As(err, &ie):
 		return bad(http.StatusBadRequest, "invalid_action_input", "The action input is invalid: "+ie.Err.Error(), nil)
 	case errors.Is(err, errOutputTooLarge):
@@ -139,11 +163,50 @@ func Classify(err error) *Failure {
 		return bad(http.StatusGone, "script_aborted", "The function run was cancelled.", nil)
 	case errors.As(err, &pe):
 		return bad(http.StatusInternalServerError, "script_internal_error", "The function failed with an internal error.",
-			map[string]any{"name": "panic", "message": fmt.Sprint(pe.Value), "stacktrace": pe.Stack})
+			map[string]any{"name": "panic", "message": fmt.Sprint(pe.Value)})
 	default:
 		return bad(http.StatusInternalServerError, "script_internal_error", "The function failed with an internal error.",
 			map[string]any{"name": "error", "message": err.Error()})
 	}
+}
+
+// addressRefusal returns the proxy's 403 upstream_address_refused for an
+// error of a request the address policy refused: the proxy's own answer
+// (Context.Proxy calls Proxy.Do), or the policy's *egress.AddressError (a
+// client from Context.HTTPClient); nil for any other error.
+func addressRefusal(err error) *store.Error {
+	var se *store.Error
+	if errors.As(err, &se) && se.Code == proxy.CodeAddressRefused {
+		return se
+	}
+	var ae *egress.AddressError
+	if errors.As(err, &ae) && errors.As(proxy.AddressRefused(ae), &se) {
+		return se
+	}
+	return nil
+}
+
+// actionPayload is the payload of an ActionError's answer: its Payload
+// as an object, with its Type as "type" first.
+func actionPayload(ae *ActionError) any {
+	p := wrapPayload(ae.Payload)
+	if ae.Type == "" {
+		return p
+	}
+	typ, _ := json.Marshal(ae.Type)
+	var rest map[string]json.RawMessage
+	if b, err := json.Marshal(p); err == nil {
+		_ = json.Unmarshal(b, &rest)
+	}
+	delete(rest, "type")
+	out := `{"type":` + string(typ)
+	if len(rest) > 0 {
+		b, _ := json.Marshal(rest) // sorted keys
+		out += "," + string(b[1:])
+	} else {
+		out += "}"
+	}
+	return json.RawMessage(out)
 }
 
 // wrapPayload makes an ActionError payload an object.

@@ -3,9 +3,13 @@ package functions_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
@@ -29,19 +33,7 @@ func ExampleNewAction() {
 		fmt.Fprintf(w, `{"greeting":"hello, %s"}`, r.URL.Query().Get("name"))
 	}))
 	defer api.Close()
-	cat, _ := integrations.DefaultCatalog()
-	cat, _ = cat.With(&integrations.Provider{Name: "greeter", DisplayName: "Greeter", AuthMode: integrations.AuthModeAPIKey,
-		Credentials: map[string]integrations.FieldSpec{"apiKey": {Type: "string", Title: "API key"}},
-		Proxy:       &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"}}})
-	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
-		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
-		Providers:      cat,
-		Egress:         egress.Policy{AllowLoopback: true}, // the fake API is on 127.0.0.1
-	})
-	if err != nil {
-		panic(err)
-	}
+	svc, env := exampleService("greeter", &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"}})
 
 	type In struct {
 		Name string `json:"name"`
@@ -49,7 +41,7 @@ func ExampleNewAction() {
 	type Out struct {
 		Greeting string `json:"greeting"`
 	}
-	err = svc.Functions().Register(functions.NewAction("greeter", "greet",
+	err := svc.Functions().Register(functions.NewAction("greeter", "greet",
 		func(ctx context.Context, c *functions.Context, in In) (Out, error) {
 			var out Out
 			resp, err := c.Proxy(ctx, functions.ProxyRequest{Endpoint: "/greet", Params: map[string][]string{"name": {in.Name}}})
@@ -63,10 +55,6 @@ func ExampleNewAction() {
 	}
 
 	ctx := context.Background()
-	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
-	if _, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "greeter", UniqueKey: "greeter"}); err != nil {
-		panic(err)
-	}
 	if _, _, err := svc.Connections().Import(ctx, env.ID, connections.ImportInput{ProviderConfigKey: "greeter",
 		ConnectionID: "user-1", APIKey: "sk-1"}); err != nil {
 		panic(err)
@@ -77,4 +65,158 @@ func ExampleNewAction() {
 	}
 	fmt.Println(out.Greeting)
 	// Output: hello, Ada
+}
+
+// An action that fails on purpose returns an *ActionError: its Type comes
+// first in the payload of the 500 action_script_runtime_error answer, as
+// in the payloads of Nango's functions.
+func ExampleActionError() {
+	err := &functions.ActionError{Type: "not_found", Payload: map[string]any{"message": "User not found", "user_id": "u-7"}}
+	f := functions.Classify(err)
+	body, _ := json.Marshal(f.Body)
+	fmt.Println(f.Status, string(body))
+	// Output: 500 {"error":{"message":"The action script failed with a runtime error","code":"action_script_runtime_error","payload":{"type":"not_found","message":"User not found","user_id":"u-7"}}}
+}
+
+// A sync that checkpoints after each page: it saves the page's records,
+// then the page's next-page parameter, and a later run resumes from that
+// checkpoint instead of the first page. Here the provider fails on the
+// third page; the next run asks for that page and no other.
+func ExampleContext_PaginatePages() {
+	type Item struct {
+		ID string `json:"id"`
+	}
+	// A provider listing 6 items, 2 a page: GET /items?cursor=N answers
+	// {"items":[...],"next":"N+2"}; the first request for cursor 4 fails.
+	var (
+		mu      sync.Mutex
+		cursors []string
+		failed  bool
+	)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		cur := r.URL.Query().Get("cursor")
+		cursors = append(cursors, cur)
+		if cur == "4" && !failed {
+			failed = true
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		start, _ := strconv.Atoi(cur)
+		body := map[string]any{"items": []Item{{ID: strconv.Itoa(start)}, {ID: strconv.Itoa(start + 1)}}}
+		if start+2 < 6 {
+			body["next"] = strconv.Itoa(start + 2)
+		}
+		json.NewEncoder(w).Encode(body)
+	}))
+	defer api.Close()
+	askedFor := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := cursors
+		cursors = nil
+		return out
+	}
+
+	// The provider's catalogue entry says how its lists are paged.
+	svc, env := exampleService("lister", &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"},
+		Paginate: &integrations.Paginate{Type: integrations.PaginateCursor, CursorNameInRequest: "cursor",
+			CursorPathInResponse: "next", ResponsePath: "items"}})
+	err := svc.Functions().Register(functions.Sync{Integration: "lister", Name: "items", Frequency: "every hour", AutoStart: true,
+		Models: []functions.Model{functions.ModelOf[Item]("Item")},
+		Run: func(ctx context.Context, s *functions.SyncContext) error {
+			cp, err := s.Checkpoint(ctx)
+			if err != nil {
+				return err
+			}
+			// cp["cursor"] is nil on the first run: start at the first page.
+			for page, err := range s.PaginatePages(ctx, functions.ProxyRequest{Endpoint: "/items"}, nil, cp["cursor"]) {
+				if err != nil {
+					return err // the checkpoint stays where the last page left it
+				}
+				items := make([]Item, len(page.Records))
+				for i, raw := range page.Records {
+					if err := json.Unmarshal(raw, &items[i]); err != nil {
+						return err
+					}
+				}
+				if err := s.Save(ctx, "Item", items); err != nil {
+					return err
+				}
+				if page.NextPageParam != nil {
+					if err := s.SaveCheckpoint(ctx, functions.Checkpoint{"cursor": page.NextPageParam}); err != nil {
+						return err
+					}
+				}
+			}
+			return s.ClearCheckpoint(ctx) // complete: the next run starts over
+		}})
+	if err != nil {
+		panic(err)
+	}
+
+	ctx := context.Background()
+	if err := svc.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer svc.Stop(ctx)
+	// The new connection's sync runs at once.
+	if _, _, err := svc.Connections().Import(ctx, env.ID, connections.ImportInput{ProviderConfigKey: "lister",
+		ConnectionID: "user-1", APIKey: "sk-1"}); err != nil {
+		panic(err)
+	}
+	target := functions.SyncTarget{EnvironmentID: env.ID, Integration: "lister", ConnectionID: "user-1",
+		Syncs: []functions.SyncRef{{Name: "items"}}}
+	waitFor := func(status string) functions.SyncStatus {
+		for {
+			st, err := svc.Functions().Status(ctx, target)
+			if err != nil {
+				panic(err)
+			}
+			if st[0].Status == status && st[0].FinishedAt != nil {
+				return st[0]
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	st := waitFor(functions.StatusError)
+	fmt.Println("first run:", st.Status, st.RecordCount["Item"], "items, checkpoint", st.Checkpoint, "cursors", askedFor())
+	if err := svc.Functions().TriggerSync(ctx, target, functions.TriggerOptions{}); err != nil {
+		panic(err)
+	}
+	st = waitFor(functions.StatusSuccess)
+	fmt.Println("next run:", st.Status, st.RecordCount["Item"], "items, checkpoint", st.Checkpoint, "cursors", askedFor())
+	// Output:
+	// first run: ERROR 4 items, checkpoint map[cursor:4] cursors [ 2 4]
+	// next run: SUCCESS 6 items, checkpoint map[] cursors [4]
+}
+
+// exampleService returns a Service on a memory Store whose catalogue has
+// an API-key provider of that name with the given proxy settings (its
+// calls allowed to loopback addresses, where the examples' fake APIs
+// listen), and an environment with an integration of the same name.
+func exampleService(name string, px *integrations.Proxy) (*connect.Service, *environments.Environment) {
+	cat, _ := integrations.DefaultCatalog()
+	cat, _ = cat.With(&integrations.Provider{Name: name, DisplayName: name, AuthMode: integrations.AuthModeAPIKey,
+		Credentials: map[string]integrations.FieldSpec{"apiKey": {Type: "string", Title: "API key"}}, Proxy: px})
+	svc, err := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
+		Providers:      cat,
+		Egress:         egress.Policy{AllowLoopback: true},
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	env, err := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: name, UniqueKey: name}); err != nil {
+		panic(err)
+	}
+	return svc, env
 }

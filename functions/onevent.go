@@ -9,6 +9,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/jobs"
+	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/store"
 )
 
@@ -200,6 +201,8 @@ func (s *Service) ValidateConnection(ctx context.Context, c *connections.Connect
 					} else if s, ok := ae.Payload.(string); ok && s != "" {
 						msg = s
 					}
+				} else if re.Failure.Body.Error.Code == proxy.CodeAddressRefused {
+					msg = re.Failure.Body.Error.Message // not the dial error
 				} else if re.Err != nil {
 					msg = re.Err.Error()
 				}

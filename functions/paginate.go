@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,6 +24,24 @@ type Page struct {
 	Header http.Header
 	// Body is the response body: JSON, or empty.
 	Body []byte
+}
+
+// PageResult is one page of a paged list, as PaginatePages yields it.
+type PageResult struct {
+	// Records are the page's records: the elements of the array at the
+	// settings' response_path.
+	Records []json.RawMessage
+	// Response is the page's response.
+	Response *Page
+	// NextPageParam is what the request of the next page carries
+	// (Nango's on_page nextPageParam): for cursor pagination the cursor
+	// (a string, or a json.Number for a cursor the provider wrote as a
+	// number), for offset pagination the offset (an int), for link
+	// pagination the link (a string, as the provider wrote it). It is
+	// nil when this page is the last one. Saved in a checkpoint once the
+	// page's records are saved, it is where a later run resumes: pass it
+	// as the from of PaginatePages.
+	NextPageParam any
 }
 
 // PageRequest is one request Paginate asks its fetch function to make,
@@ -134,14 +153,62 @@ func MergePaginate(provider, call *integrations.Paginate) integrations.Paginate 
 // response outside 2xx (such as the proxy's *UpstreamError) so that its
 // caller sees the upstream's answer. The iteration is not safe to use from
 // several goroutines; each range over it starts again from first.
+//
+// Paginate yields the records of each page; PaginatePages yields each
+// page with its next-page parameter, to checkpoint and resume.
 func Paginate(ctx context.Context, fetch func(ctx context.Context, r PageRequest) (*Page, error), first PageRequest, p integrations.Paginate) iter.Seq2[[]json.RawMessage, error] {
 	return paginate(ctx, fetch, first, p, MaxPages)
 }
 
+// PaginatePages is Paginate yielding each page whole: its records, its
+// response and its NextPageParam (Nango's on_page callback, as the body of
+// the range loop), and starting, when from is not nil, at the page an
+// earlier page's NextPageParam names instead of the first:
+//
+//   - cursor: from (a string, or a number: a json.Number, an integer or a
+//     float64 as a checkpoint reads it back) is sent as
+//     p.CursorNameInRequest on the first request; an empty string starts
+//     at the first page;
+//   - offset: from (an integer, or an integral json.Number or float64) is
+//     the offset of the first request, in place of p.OffsetStartValue;
+//   - link: from (a string) is followed as a next-page link is: the first
+//     request is the link's.
+//
+// A from of another kind ends the iteration with an error before any
+// request. A sync that checkpoints per page saves each page's records,
+// then its NextPageParam, and clears the checkpoint once the loop ends
+// without an error (see the example).
+func PaginatePages(ctx context.Context, fetch func(ctx context.Context, r PageRequest) (*Page, error), first PageRequest, p integrations.Paginate, from any) iter.Seq2[*PageResult, error] {
+	return paginatePages(ctx, fetch, first, p, from, MaxPages)
+}
+
 // paginate is Paginate with a bound on the pages, for tests.
 func paginate(ctx context.Context, fetch func(ctx context.Context, r PageRequest) (*Page, error), first PageRequest, p integrations.Paginate, maxPages int) iter.Seq2[[]json.RawMessage, error] {
+	return recordsOf(paginatePages(ctx, fetch, first, p, nil, maxPages))
+}
+
+// recordsOf yields the records of each page of pages.
+func recordsOf(pages iter.Seq2[*PageResult, error]) iter.Seq2[[]json.RawMessage, error] {
 	return func(yield func([]json.RawMessage, error) bool) {
+		for page, err := range pages {
+			var records []json.RawMessage
+			if page != nil {
+				records = page.Records
+			}
+			if !yield(records, err) {
+				return
+			}
+		}
+	}
+}
+
+// paginatePages is PaginatePages with a bound on the pages.
+func paginatePages(ctx context.Context, fetch func(ctx context.Context, r PageRequest) (*Page, error), first PageRequest, p integrations.Paginate, from any, maxPages int) iter.Seq2[*PageResult, error] {
+	return func(yield func(*PageResult, error) bool) {
 		pg, err := newPager(fetch, first, p)
+		if err == nil && from != nil {
+			err = pg.resume(from)
+		}
 		if err != nil {
 			yield(nil, err)
 			return
@@ -157,7 +224,7 @@ func paginate(ctx context.Context, fetch func(ctx context.Context, r PageRequest
 			}
 			// An error found after a page was read (in its next link)
 			// comes after the page, as in Nango.
-			page, more, err := pg.next(ctx, n)
+			page, err := pg.next(ctx, n)
 			if page != nil && !yield(page, nil) {
 				return
 			}
@@ -165,7 +232,7 @@ func paginate(ctx context.Context, fetch func(ctx context.Context, r PageRequest
 				yield(nil, err)
 				return
 			}
-			if !more {
+			if page == nil || page.NextPageParam == nil {
 				return
 			}
 		}
@@ -178,8 +245,9 @@ type pager struct {
 	first  PageRequest
 	cfg    integrations.Paginate
 	inBody bool
-	// req is the next request of link pagination.
-	req PageRequest
+	// req is the next request of link pagination, once reqSet.
+	req    PageRequest
+	reqSet bool
 	// cursor is the next cursor: a string, or a json.Number.
 	cursor   any
 	offset   int
@@ -344,10 +412,10 @@ func (pg *pager) limitParams() []pageParam {
 	return nil
 }
 
-// next fetches page n and returns its records (nil for none to yield)
-// and whether another page follows, or an error; an error found after
-// the records were read comes with them.
-func (pg *pager) next(ctx context.Context, n int) ([]json.RawMessage, bool, error) {
+// next fetches page n and returns it (nil for none to yield; its
+// NextPageParam is nil when no page follows), or an error; an error found
+// after the records were read comes with them.
+func (pg *pager) next(ctx context.Context, n int) (*PageResult, error) {
 	var req PageRequest
 	switch pg.cfg.Type {
 	case integrations.PaginateCursor:
@@ -359,8 +427,8 @@ func (pg *pager) next(ctx context.Context, n int) ([]json.RawMessage, bool, erro
 	case integrations.PaginateOffset:
 		req = pg.request(append(pg.limitParams(), pageParam{pg.cfg.OffsetNameInRequest, pg.offset}))
 	case integrations.PaginateLink:
-		if n == 1 {
-			pg.req = pg.request(pg.limitParams())
+		if !pg.reqSet {
+			pg.req, pg.reqSet = pg.request(pg.limitParams()), true
 		}
 		req = pg.req
 		// The next request shares nothing with this one.
@@ -373,65 +441,166 @@ func (pg *pager) next(ctx context.Context, n int) ([]json.RawMessage, bool, erro
 	where := fmt.Sprintf("paginate %s: page %d (%s %s)", pg.where(), n, req.Method, req.Endpoint)
 	page, err := pg.fetch(ctx, req)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if page == nil {
-		return nil, false, fmt.Errorf("%s: the fetch function returned no page and no error", where)
+		return nil, fmt.Errorf("%s: the fetch function returned no page and no error", where)
 	}
 	if page.Status < 200 || page.Status > 299 {
-		return nil, false, fmt.Errorf("%s: the provider answered %d %s", where, page.Status, http.StatusText(page.Status))
+		return nil, fmt.Errorf("%s: the provider answered %d %s", where, page.Status, http.StatusText(page.Status))
 	}
 	records, err := pageRecords(page.Body, pg.cfg.ResponsePath)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w", where, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	res := &PageResult{Records: records, Response: page}
 
 	switch pg.cfg.Type {
 	case integrations.PaginateCursor:
 		if len(records) == 0 {
-			return nil, false, nil
+			return nil, nil
 		}
 		cursor, err := pageCursor(page.Body, pg.cfg.CursorPathInResponse)
 		if err != nil {
-			return records, false, fmt.Errorf("%s: cursor_path_in_response %q: %w", where, pg.cfg.CursorPathInResponse, err)
+			return res, fmt.Errorf("%s: cursor_path_in_response %q: %w", where, pg.cfg.CursorPathInResponse, err)
 		}
 		pg.cursor = cursor
-		return records, cursor != nil, nil
+		res.NextPageParam = cursor
+		return res, nil
 	case integrations.PaginateOffset:
 		if len(records) == 0 {
-			return nil, false, nil
+			return nil, nil
 		}
 		if pg.cfg.Limit > 0 && len(records) < pg.cfg.Limit {
-			return records, false, nil
+			return res, nil
 		}
 		if pg.cfg.OffsetCalculationMethod == integrations.OffsetPerPage {
 			pg.offset++
 		} else {
 			pg.offset += len(records)
 		}
-		return records, true, nil
+		res.NextPageParam = pg.offset
+		return res, nil
 	default: // link
 		if records == nil {
-			records = []json.RawMessage{}
+			res.Records = []json.RawMessage{}
 		}
 		link, err := pg.nextLink(page)
 		if err != nil {
-			return records, false, fmt.Errorf("%s: %w", where, err)
+			return res, fmt.Errorf("%s: %w", where, err)
 		}
 		if link == "" || link == pg.lastLink {
-			return records, false, nil
+			return res, nil
 		}
 		pg.lastLink = link
 		if err := pg.follow(link); err != nil {
-			return records, false, fmt.Errorf("%s: %w", where, err)
+			return res, fmt.Errorf("%s: %w", where, err)
 		}
-		return records, true, nil
+		res.NextPageParam = link
+		return res, nil
 	}
 }
 
-// pageRecords returns the records of a page: the elements of the array at
-// path in body (the body itself for an empty path); nil when the path
-// leads nowhere or to null.
+// resume makes the first request the one of the page from names (an
+// earlier page's NextPageParam).
+func (pg *pager) resume(from any) error {
+	bad := func(want string) error {
+		v := []rune(fmt.Sprint(from))
+		if len(v) > 100 {
+			v = append(v[:100], '…')
+		}
+		return fmt.Errorf("paginate %s: from: %T %s is not %s", pg.where(), from, string(v), want)
+	}
+	switch pg.cfg.Type {
+	case integrations.PaginateCursor:
+		if s, ok := from.(string); ok {
+			if s = strings.TrimSpace(s); s != "" {
+				pg.cursor = s
+			}
+			return nil
+		}
+		n, ok := pageNumber(from, false)
+		if !ok {
+			return bad("a cursor (a string or a number)")
+		}
+		pg.cursor = n
+	case integrations.PaginateOffset:
+		n, ok := pageNumber(from, true)
+		if !ok {
+			return bad("an offset (an integer)")
+		}
+		off, err := strconv.Atoi(string(n))
+		if err != nil {
+			return bad("an offset (an integer)")
+		}
+		pg.offset = off
+	default: // link
+		link, ok := from.(string)
+		if !ok {
+			return bad("a link (a string)")
+		}
+		if link = strings.TrimSpace(link); link == "" {
+			return nil
+		}
+		pg.req, pg.reqSet = pg.request(pg.limitParams()), true
+		if err := pg.follow(link); err != nil {
+			return fmt.Errorf("paginate %s: from: %w", pg.where(), err)
+		}
+		pg.lastLink = link
+	}
+	return nil
+}
+
+// pageNumber returns a number as a json.Number: a json.Number (kept as
+// written, unless integer), a Go integer, or a finite float64 or float32
+// (as a checkpoint reads a number back); with integer, only integral
+// ones.
+func pageNumber(v any, integer bool) (json.Number, bool) {
+	var f float64
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return json.Number(strconv.FormatInt(i, 10)), true
+		}
+		g, err := x.Float64()
+		if err != nil || !json.Valid([]byte(x)) {
+			return "", false
+		}
+		if !integer {
+			return x, true
+		}
+		f = g
+	case int:
+		return json.Number(strconv.Itoa(x)), true
+	case int32:
+		return json.Number(strconv.FormatInt(int64(x), 10)), true
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10)), true
+	case uint32:
+		return json.Number(strconv.FormatUint(uint64(x), 10)), true
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10)), true
+	case float32:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return "", false
+	}
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return "", false
+	case f == math.Trunc(f) && math.Abs(f) < 1<<53:
+		return json.Number(strconv.FormatInt(int64(f), 10)), true
+	case integer:
+		return "", false
+	}
+	return json.Number(strconv.FormatFloat(f, 'f', -1, 64)), true
+}
+
+// pageRecords returns the records of a page: the elements of the
+// array at path in body (the body itself for an empty path); nil when the
+// path leads nowhere or to null.
 func pageRecords(body []byte, path string) ([]json.RawMessage, error) {
 	v, found, err := lookupLodashPath(body, path)
 	if err != nil {

@@ -679,3 +679,184 @@ func FuzzLookupLodashPath(f *testing.F) {
 		_ = linkHeaderTarget([]string{string(body)}, path)
 	})
 }
+
+// TestPaginatePages: each page comes with its response and the parameter
+// of the next page (nil on the last), and an iteration started from a
+// page's NextPageParam (as a checkpoint reads it back) makes the requests
+// the rest of the first iteration made.
+func TestPaginatePages(t *testing.T) {
+	t.Parallel()
+	cursor := integrations.Paginate{Type: integrations.PaginateCursor, CursorNameInRequest: "cursor",
+		CursorPathInResponse: "next", ResponsePath: "data", LimitNameInRequest: "limit", Limit: 2}
+	offset := integrations.Paginate{Type: integrations.PaginateOffset, OffsetNameInRequest: "offset",
+		LimitNameInRequest: "limit", Limit: 2, OffsetStartValue: 10}
+	perPage := integrations.Paginate{Type: integrations.PaginateOffset, OffsetNameInRequest: "page",
+		OffsetCalculationMethod: integrations.OffsetPerPage, OffsetStartValue: 1}
+	link := integrations.Paginate{Type: integrations.PaginateLink, LinkPathInResponseBody: "next", ResponsePath: "data"}
+	get := PageRequest{Endpoint: "/items", Params: url.Values{"q": {"x"}}}
+	for _, tc := range []struct {
+		name    string
+		p       integrations.Paginate
+		replies []pageReply
+		want    []string // requests
+		next    []any    // the NextPageParam of each page
+	}{
+		{
+			name: "cursor",
+			p:    cursor,
+			replies: []pageReply{
+				{body: `{"data":[1,2],"next":"c1"}`},
+				{body: `{"data":[3,4],"next":17}`},
+				{body: `{"data":[5],"next":""}`},
+			},
+			want: []string{"GET /items?limit=2&q=x", "GET /items?cursor=c1&limit=2&q=x", "GET /items?cursor=17&limit=2&q=x"},
+			next: []any{"c1", json.Number("17"), nil},
+		},
+		{
+			name: "cursor ended by an empty page",
+			p:    cursor,
+			replies: []pageReply{
+				{body: `{"data":[1,2],"next":"c1"}`},
+				{body: `{"data":[],"next":"c2"}`},
+			},
+			want: []string{"GET /items?limit=2&q=x", "GET /items?cursor=c1&limit=2&q=x"},
+			next: []any{"c1"},
+		},
+		{
+			name: "offset",
+			p:    offset,
+			replies: []pageReply{
+				{body: `[1,2]`},
+				{body: `[3,4]`},
+				{body: `[5]`},
+			},
+			want: []string{"GET /items?limit=2&offset=10&q=x", "GET /items?limit=2&offset=12&q=x", "GET /items?limit=2&offset=14&q=x"},
+			next: []any{12, 14, nil},
+		},
+		{
+			name:    "offset per page",
+			p:       perPage,
+			replies: []pageReply{{body: `[1]`}, {body: `[2]`}, {body: `[]`}},
+			want:    []string{"GET /items?page=1&q=x", "GET /items?page=2&q=x", "GET /items?page=3&q=x"},
+			next:    []any{2, 3},
+		},
+		{
+			name: "link",
+			p:    link,
+			replies: []pageReply{
+				{body: `{"data":[1],"next":"/items?page=2"}`},
+				{body: `{"data":[2],"next":"https://api.example.com/v2/items?page=3"}`},
+				{body: `{"data":[3]}`},
+			},
+			want: []string{"GET /items?q=x", "GET /items?page=2", "GET https://api.example.com|/v2/items?page=3"},
+			next: []any{"/items?page=2", "https://api.example.com/v2/items?page=3", nil},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeFetch{t: t, replies: tc.replies}
+			var next []any
+			for page, err := range PaginatePages(context.Background(), f.fetch, get, tc.p, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if page.Response == nil || page.Response.Status != 200 || len(page.Response.Body) == 0 {
+					t.Errorf("page %d has the response %+v", len(next)+1, page.Response)
+				}
+				next = append(next, page.NextPageParam)
+			}
+			if diff := cmp.Diff(tc.want, f.got); diff != "" {
+				t.Fatalf("requests (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.next, next); diff != "" {
+				t.Fatalf("NextPageParam of each page (-want +got):\n%s", diff)
+			}
+			// Resume after each page, from its NextPageParam as a
+			// checkpoint holds it once read back (numbers as float64).
+			for i, from := range tc.next {
+				if from == nil {
+					continue
+				}
+				b, _ := json.Marshal(Checkpoint{"from": from})
+				cp, err := DecodeCheckpoint(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rf := &fakeFetch{t: t, replies: tc.replies[i+1:]}
+				var again []any
+				for page, err := range PaginatePages(context.Background(), rf.fetch, get, tc.p, cp["from"]) {
+					if err != nil {
+						t.Fatalf("resumed from %v: %v", from, err)
+					}
+					again = append(again, page.NextPageParam)
+				}
+				if diff := cmp.Diff(tc.want[i+1:], rf.got); diff != "" {
+					t.Errorf("resumed from %v: requests (-want +got):\n%s", from, diff)
+				}
+				want := tc.next[i+1:]
+				if len(want) == 0 {
+					want = nil
+				}
+				if diff := cmp.Diff(want, again); diff != "" {
+					t.Errorf("resumed from %v: NextPageParam (-want +got):\n%s", from, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestPaginatePagesFrom: a from that does not fit the type ends the
+// iteration before any request; an empty cursor or link starts at the
+// first page; a link that is not an http(s) URL is refused.
+func TestPaginatePagesFrom(t *testing.T) {
+	t.Parallel()
+	cursor := integrations.Paginate{Type: integrations.PaginateCursor, CursorNameInRequest: "c", CursorPathInResponse: "n"}
+	offset := integrations.Paginate{Type: integrations.PaginateOffset, OffsetNameInRequest: "o"}
+	link := integrations.Paginate{Type: integrations.PaginateLink, LinkRelInResponseHeader: "next"}
+	for _, tc := range []struct {
+		p    integrations.Paginate
+		from any
+		says string
+	}{
+		{cursor, true, "from: bool true is not a cursor"},
+		{cursor, map[string]any{}, "is not a cursor"},
+		{cursor, json.Number("x1"), "is not a cursor"},
+		{offset, "10", "from: string 10 is not an offset"},
+		{offset, 1.5, "is not an offset"},
+		{offset, json.Number("2.5"), "is not an offset"},
+		{link, 3, "from: int 3 is not a link"},
+		{link, "ftp://files.example.com/x", "is not an http(s) URL"},
+	} {
+		f := &fakeFetch{t: t}
+		_, err := collect(recordsOf(PaginatePages(context.Background(), f.fetch, PageRequest{Endpoint: "/x"}, tc.p, tc.from)))
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s from %#v: %v, want an error saying %q", tc.p.Type, tc.from, err, tc.says)
+		}
+		if len(f.got) != 0 {
+			t.Errorf("%s from %#v: %d requests made", tc.p.Type, tc.from, len(f.got))
+		}
+	}
+	for _, tc := range []struct {
+		p    integrations.Paginate
+		from any
+		want string
+	}{
+		{cursor, "  ", "GET /x"},
+		{cursor, " k ", "GET /x?c=k"},
+		{cursor, float64(1e15), "GET /x?c=1000000000000000"},
+		{cursor, 0.25, "GET /x?c=0.25"},
+		{cursor, json.Number("12345678901234567890"), "GET /x?c=12345678901234567890"},
+		{offset, int64(40), "GET /x?o=40"},
+		{offset, json.Number("7"), "GET /x?o=7"},
+		{link, "", "GET /x"},
+		{link, "/x?page=9", "GET /x?page=9"},
+	} {
+		f := &fakeFetch{t: t, replies: []pageReply{{body: `[]`}}}
+		if _, err := collect(recordsOf(PaginatePages(context.Background(), f.fetch, PageRequest{Endpoint: "/x"}, tc.p, tc.from))); err != nil {
+			t.Errorf("%s from %#v: %v", tc.p.Type, tc.from, err)
+		}
+		if len(f.got) != 1 || f.got[0] != tc.want {
+			t.Errorf("%s from %#v: requests %q, want %q", tc.p.Type, tc.from, f.got, tc.want)
+		}
+	}
+}

@@ -430,11 +430,14 @@ func (s *Service) scheduleExisting(ctx context.Context, f *Function) error {
 
 // SyncStatus is the status of one connection's sync (GET /sync/status).
 type SyncStatus struct {
-	ID                    string                 `json:"id"`
-	ConnectionID          string                 `json:"connection_id"`
-	Name                  string                 `json:"name"`
-	Variant               string                 `json:"variant"`
-	Status                string                 `json:"status"`
+	ID           string `json:"id"`
+	ConnectionID string `json:"connection_id"`
+	Name         string `json:"name"`
+	Variant      string `json:"variant"`
+	Status       string `json:"status"`
+	// Type is the type of the latest run that started, as Nango reports
+	// it: "INCREMENTAL" when that run was incremental, otherwise (an
+	// initial run, a reset, or no run yet) "INITIAL".
 	Type                  string                 `json:"type"`
 	FinishedAt            *time.Time             `json:"finishedAt"`
 	NextScheduledSyncAt   *time.Time             `json:"nextScheduledSyncAt"`
@@ -487,10 +490,16 @@ func (s *Service) Status(ctx context.Context, t SyncTarget) ([]SyncStatus, error
 			fns[sc.Name] = f
 		}
 		e := SyncStatus{ID: sc.ID, ConnectionID: sc.ConnectionRef, Name: sc.Name, Variant: sc.Variant,
-			Type: "INCREMENTAL", NextScheduledSyncAt: sc.NextRunAt, LatestResult: map[string]ModelResult{},
+			Type: "INITIAL", NextScheduledSyncAt: sc.NextRunAt, LatestResult: map[string]ModelResult{},
 			RecordCount: map[string]int{}}
-		if sc.LastSyncDate == nil {
-			e.Type = "INITIAL"
+		// The latest run's type, not the next one's: a queued run has
+		// none yet, so the latest finished run's counts.
+		typed := latest[sc.ID]
+		if typed == nil || typed.Type == "" {
+			typed = finished[sc.ID]
+		}
+		if typed != nil && typed.Type == "INCREMENTAL" {
+			e.Type = "INCREMENTAL"
 		}
 		e.Frequency = formatInterval(sc.Interval)
 		if sc.Frequency != "" {

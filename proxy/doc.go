@@ -8,12 +8,16 @@
 // The upstream URL is the provider's base URL (its ${connectionConfig.x}
 // templates filled from the connection) or the Base-Url-Override header,
 // followed by the path and query after /proxy, byte for byte. Headers
-// prefixed Nango-Proxy- go upstream without the prefix; of the caller's
-// other headers only content negotiation (Accept, Accept-Encoding,
-// Accept-Language, Content-Type, Content-Encoding, Content-Language),
-// conditional and range requests (If-*, Range), User-Agent and trace
-// context (Traceparent, Tracestate) are forwarded. The caller's
-// Authorization (the API key) and cookies never are.
+// prefixed Nango-Proxy- go upstream without the prefix, but for those
+// that belong to a hop or to the proxy, which are dropped: the hop-by-hop
+// headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding,
+// Upgrade), every Proxy-* header (Proxy-Authorization would hand a
+// credential to a forward proxy on the way), Host and Content-Length.
+// Of the caller's other headers only content negotiation (Accept,
+// Accept-Encoding, Accept-Language, Content-Type, Content-Encoding,
+// Content-Language), conditional and range requests (If-*, Range),
+// User-Agent and trace context (Traceparent, Tracestate) are forwarded.
+// The caller's Authorization (the API key) and cookies never are.
 //
 // The credentials follow the connection's auth mode: Bearer tokens for
 // OAuth 2, app and client-credentials connections, Basic for BASIC, an

@@ -415,10 +415,7 @@ func (p *Proxy) mapError(c *call, err error) error {
 	case errors.As(err, &src):
 		return src.err
 	case errors.As(err, &ae):
-		// Neither the address nor its class: the answer must not help
-		// anyone map a network.
-		return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
-			"The network policy refused the upstream: address not allowed."))
+		return AddressRefused(ae)
 	case errors.As(err, &mbe):
 		return httpapi.WithStatus(http.StatusRequestEntityTooLarge, store.Invalid("payload_too_large",
 			fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)))
@@ -434,6 +431,17 @@ func (p *Proxy) mapError(c *call, err error) error {
 	}
 	// Not the dial error: it would tell an open port from a closed one.
 	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError, "The upstream failed: could not reach the provider."))
+}
+
+// AddressRefused is the proxy's answer to a request the address policy
+// refused: 403 upstream_address_refused (a *store.Error of kind
+// store.ErrForbidden; HTTPStatus gives the status). Its message names
+// neither the address nor its class, so that the answer cannot help
+// anyone map a network, but names the setting that allows private
+// networks when the policy names one (egress.Policy.Setting).
+func AddressRefused(ae *AddressError) error {
+	return httpapi.WithStatus(http.StatusForbidden, store.Errorf(store.ErrForbidden, CodeAddressRefused,
+		"The network policy refused the upstream: %s.", ae.Message()))
 }
 
 // Error codes of the proxy's own failures.
@@ -472,8 +480,10 @@ type Request struct {
 	Endpoint string
 	// Query is added to the endpoint's query.
 	Query url.Values
-	// Header is sent upstream as it is (no Nango-Proxy- prefix). A header
-	// set here wins over the injected credentials of the same name.
+	// Header is sent upstream as it is (no Nango-Proxy- prefix), but for
+	// the headers the route drops too: hop-by-hop headers, Proxy-*
+	// headers, Host and Content-Length. A header set here wins over the
+	// injected credentials of the same name.
 	Header http.Header
 	// Body is the request body; nil for none. Bodies of known length (a
 	// *bytes.Reader, *bytes.Buffer or *strings.Reader, or ContentLength
@@ -518,6 +528,11 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*http.Response, error) {
 	if h == nil {
 		h = http.Header{}
 	}
+	for k := range h {
+		if !upstreamHeader(http.CanonicalHeaderKey(k)) {
+			delete(h, k)
+		}
+	}
 	if req.Decompress {
 		h.Set("Accept-Encoding", "gzip, deflate")
 	}
@@ -555,6 +570,27 @@ func (p *Proxy) Do(ctx context.Context, req *Request) (*http.Response, error) {
 	}
 	removeHopByHop(resp.Header)
 	return resp, nil
+}
+
+// BaseURL returns the base URL the calls of a connection go to, as Do
+// builds it: opts.BaseURLOverride, or the provider's base URL with the
+// connection's config filled in, checked against the address policy when
+// its host is an address. Failures are those of Do.
+func (p *Proxy) BaseURL(ctx context.Context, environmentID int64, integrationKey, connectionID string, opts Options) (*url.URL, error) {
+	t, err := p.cfg.Source.Target(ctx, environmentID, integrationKey, connectionID, false)
+	if err != nil {
+		return nil, p.mapError(nil, &sourceError{err})
+	}
+	c := &call{p: p, env: environmentID, key: integrationKey, id: connectionID, opts: opts}
+	if err := c.setTarget(t); err != nil {
+		return nil, p.mapError(c, err)
+	}
+	u, err := c.baseURL()
+	if err != nil {
+		return nil, p.mapError(c, err)
+	}
+	cp := *u // shared with the cached Target
+	return &cp, nil
 }
 
 // HTTPStatus returns the HTTP status and code the proxy route answers for
@@ -733,16 +769,45 @@ var forwarded = []string{"Accept", "Accept-Encoding", "Accept-Language", "Conten
 	"Content-Language", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since", "If-Range",
 	"Range", "User-Agent", "Traceparent", "Tracestate"}
 
-// notForwarded are headers a Nango-Proxy- prefix cannot set: framing and
-// routing belong to the proxy.
+// notForwarded are headers a caller cannot send upstream, with the
+// Nango-Proxy- prefix or in Request.Header; every Proxy-* header is
+// refused too (see upstreamHeader). They are dropped, as an HTTP
+// intermediary drops hop-by-hop headers, rather than answered 400: the
+// Nango clients send any header a caller lists with the prefix, and a
+// call written for Nango keeps working.
+//
+//   - The hop-by-hop headers of RFC 9110 section 7.6.1 (Connection,
+//     Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, and the older
+//     Proxy-Connection) describe one connection, not the request; the
+//     proxy frames its own connection to the provider.
+//   - Proxy-Authorization (and every Proxy-* header) addresses an
+//     intermediary: it would hand the caller's value, or a credential, to
+//     a forward proxy between the service and the provider.
+//   - Host and Content-Length are the proxy's: the credentials go to the
+//     base URL's host, never to a virtual host the caller names (a shared
+//     front end routes on Host), and the body's length is what is sent.
+//
+// Authorization and Cookie are forwarded on purpose: they carry the
+// caller's own credentials for the provider ("Nango-Proxy-Authorization:
+// Bearer ..." is how a Nango client replaces the injected token, and
+// Nango forwards it), they go only to the base URL's origin, and a
+// redirect to another origin drops them unless
+// Forward-Headers-On-Redirect is true. The caller's own (unprefixed)
+// Authorization, the API key, is never forwarded.
 var notForwarded = map[string]bool{"Host": true, "Content-Length": true, "Connection": true,
-	"Proxy-Connection": true, "Keep-Alive": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
-	"Upgrade": true}
+	"Keep-Alive": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true}
+
+// upstreamHeader reports whether a caller's header (its canonical name)
+// may go upstream: not one of notForwarded, and not a Proxy-* header.
+func upstreamHeader(name string) bool {
+	return !notForwarded[name] && !strings.HasPrefix(name, "Proxy-")
+}
 
 // forwardHeaders builds the upstream headers of a route request: the
 // forwarded ones, then every Nango-Proxy- header without its prefix (which
-// wins). The caller's Authorization, cookies and routing headers are
-// dropped.
+// wins) that upstreamHeader allows. The caller's Authorization, cookies
+// and routing headers are dropped, and so is every header the caller's
+// Connection header names (hop-by-hop on the caller's own connection).
 func forwardHeaders(in http.Header, opts Options) http.Header {
 	h := make(http.Header, 8)
 	for _, k := range forwarded {
@@ -750,12 +815,26 @@ func forwardHeaders(in http.Header, opts Options) http.Header {
 			h[k] = v
 		}
 	}
+	var hop map[string]bool
+	for _, f := range in.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			if name = textproto(name); name != "" {
+				if hop == nil {
+					hop = map[string]bool{}
+				}
+				hop[name] = true
+			}
+		}
+	}
+	for k := range hop {
+		delete(h, k)
+	}
 	for k, v := range in {
-		if len(k) <= len(HeaderPrefix) || !strings.EqualFold(k[:len(HeaderPrefix)], HeaderPrefix) {
+		if len(k) <= len(HeaderPrefix) || !strings.EqualFold(k[:len(HeaderPrefix)], HeaderPrefix) || hop[http.CanonicalHeaderKey(k)] {
 			continue
 		}
 		name := http.CanonicalHeaderKey(k[len(HeaderPrefix):])
-		if notForwarded[name] {
+		if !upstreamHeader(name) {
 			continue
 		}
 		h[name] = v

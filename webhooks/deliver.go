@@ -746,11 +746,13 @@ func (d *Deliverer) attempt(ctx context.Context, del *Delivery, key string) atte
 // describe turns a client error into a message without the URL (which may
 // hold credentials), the address, the port or the dial error (which would
 // let whoever reads the log tell an open port from a closed one):
-// "address not allowed", a timeout, or "could not reach the receiver".
+// "address not allowed" (with the setting that allows private networks,
+// when the policy names one), a timeout, or "could not reach the
+// receiver".
 func describe(actx context.Context, err error, timeout time.Duration) string {
 	switch {
 	case egress.AddressNotAllowed(err):
-		return egress.MessageAddressNotAllowed
+		return egress.Describe(err).Message
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		return "timeout after " + timeout.String()
 	}

@@ -104,6 +104,27 @@ describe('proxy', { skip }, () => {
         assertInjected(data);
     });
 
+    it('headers: Authorization goes upstream; hop-by-hop and Proxy-* headers never do', async () => {
+        const res = await nango.get({
+            ...target,
+            endpoint: '/hop',
+            headers: {
+                Authorization: 'Bearer mine',
+                'Proxy-Authorization': 'Basic c2VjcmV0OnZhbHVl',
+                'Proxy-Connection': 'keep-alive',
+                'Keep-Alive': 'timeout=5',
+                Upgrade: 'h2c',
+                'X-Kept': 'yes'
+            }
+        });
+        const seen = res.data.headers;
+        assert.equal(seen.authorization, 'Bearer mine', "the caller's Authorization is forwarded");
+        assert.equal(seen['x-kept'], 'yes');
+        for (const k of ['proxy-authorization', 'proxy-connection', 'keep-alive', 'upgrade']) {
+            assert.equal(seen[k], undefined, `${k} reached the provider`);
+        }
+    });
+
     it('proxy() with params as a string and PROPFIND, REPORT', async () => {
         for (const method of ['PROPFIND', 'REPORT']) {
             const res = await nango.proxy({ ...target, method, endpoint: 'dav/calendar', params: 'depth=1', data: '<propfind/>', headers: { 'Content-Type': 'application/xml' } });

@@ -234,7 +234,7 @@ func loadProviders(logger *slog.Logger, path, strict string) (*integrations.Cata
 // environments, which on this server are the operator's: they may reach
 // private networks unless CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS=false.
 // Cloud metadata, link-local and the other special addresses stay refused
-// either way.
+// either way. A refusal names the variable that allows private networks.
 func networkPolicies(getenv func(string) string) (providers, webhooks egress.Policy, err error) {
 	flag := func(name string, def bool) (bool, error) {
 		switch v := getenv(name); v {
@@ -260,11 +260,13 @@ func networkPolicies(getenv func(string) string) (providers, webhooks egress.Pol
 		return providers, webhooks, errors.New("CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS and its older name CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS disagree: set one")
 	}
 	providers.AllowPrivateNetworks = p || old
+	providers.Setting = "CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true"
 	w, err := flag("CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS", true)
 	if err != nil {
 		return providers, webhooks, err
 	}
 	webhooks.AllowPrivateNetworks = w
+	webhooks.Setting = "CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true"
 	return providers, webhooks, nil
 }
 

@@ -88,9 +88,17 @@ acme-broken:
 		}
 	}
 
-	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", base+path, nil)
+	// do sends a request with the API key, a JSON body (unless empty) and
+	// header.
+	do := func(method, path, body string, header map[string]string) (int, string) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -99,6 +107,7 @@ acme-broken:
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	get := func(path string) (int, string) { return do("GET", path, "", nil) }
 	status, body := get("/providers/acme-internal")
 	var p struct {
 		Data struct {
@@ -139,20 +148,27 @@ acme-broken:
 	if len(lines) != 1 || !strings.Contains(lines[0], "provider=acme-broken") || !strings.Contains(lines[0], "QUANTUM") {
 		t.Errorf("log lines about unusable providers = %q; want one naming acme-broken", lines)
 	}
-	req, _ := http.NewRequest("POST", base+"/integrations", strings.NewReader(`{"provider":"acme-broken","unique_key":"broken"}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 400 || !strings.Contains(string(b), `"code":"provider_unusable"`) || !strings.Contains(string(b), "QUANTUM") {
-		t.Errorf("integration for an unusable provider: %d %s", resp.StatusCode, b)
+	status, body = do("POST", "/integrations", `{"provider":"acme-broken","unique_key":"broken"}`, nil)
+	if status != 400 || !strings.Contains(body, `"code":"provider_unusable"`) || !strings.Contains(body, "QUANTUM") {
+		t.Errorf("integration for an unusable provider: %d %s", status, body)
 	}
 	if status, body := get("/integrations/broken"); status != 404 {
 		t.Errorf("the refused integration was stored: %d %s", status, body)
+	}
+
+	// A provider call to a private address is refused, naming the
+	// variable that allows it.
+	if status, body := do("POST", "/integrations", `{"provider":"acme-internal","unique_key":"acme"}`, nil); status != 200 {
+		t.Fatalf("create the integration: %d %s", status, body)
+	}
+	if status, body := do("POST", "/connections", `{"provider_config_key":"acme","connection_id":"c1","api_key":"sk-acme"}`, nil); status != 201 {
+		t.Fatalf("import the connection: %d %s", status, body)
+	}
+	status, body = do("GET", "/proxy/items", "", map[string]string{"Connection-Id": "c1", "Provider-Config-Key": "acme",
+		"Base-Url-Override": "http://10.0.0.7"})
+	if status != 403 || !strings.Contains(body, `"code":"upstream_address_refused"`) ||
+		!strings.Contains(body, "allowed by CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true") || strings.Contains(body, "10.0.0.7") {
+		t.Errorf("proxy to a private address: %d %s", status, body)
 	}
 
 	cancel()
@@ -264,6 +280,10 @@ func TestNetworkPolicies(t *testing.T) {
 		}
 		if p.AllowPrivateNetworks != tc.providers || w.AllowPrivateNetworks != tc.hooks || p.AllowLoopback || w.AllowLoopback {
 			t.Errorf("%s: providers %+v, webhooks %+v", name, p, w)
+		}
+		// A refusal names the variable to set.
+		if p.Setting != "CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true" || w.Setting != "CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true" {
+			t.Errorf("%s: settings named %q and %q", name, p.Setting, w.Setting)
 		}
 	}
 }
