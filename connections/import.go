@@ -436,6 +436,9 @@ func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup fun
 	if err := integrations.UnusableProviderError(s.catalog, it.Provider); err != nil {
 		return nil, err
 	}
+	if err := checkConfigText(in.ConnectionConfig, "connection_config"); err != nil {
+		return nil, err
+	}
 	mode := ""
 	var prov *integrations.Provider
 	if p, ok := s.catalog.Get(it.Provider); ok {
@@ -451,6 +454,9 @@ func (s *Service) prepareImport(environmentID int64, in *ImportInput, lookup fun
 	}
 	creds, err := importCredentials(mode, in, s.now())
 	if err != nil {
+		return nil, err
+	}
+	if err := checkImportedCredentials(creds, in.Credentials != nil); err != nil {
 		return nil, err
 	}
 	if err := importedAWS(creds, in, it); err != nil {

@@ -400,6 +400,9 @@ func (ss *Sessions) fill(ctx context.Context, sess *Session, defaults map[string
 		if err := checkStringMap(d.ConnectionConfig, "integrations_config_defaults", k, "connection_config"); err != nil {
 			return err
 		}
+		if ck, reason := configStringProblem(d.ConnectionConfig); ck != "" {
+			return httpapi.InvalidField(reason, "integrations_config_defaults", k, "connection_config", ck)
+		}
 	}
 	if len(defaults) > 0 {
 		sess.IntegrationsConfigDefaults = defaults
