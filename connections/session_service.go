@@ -424,7 +424,7 @@ func (ss *Sessions) fill(ctx context.Context, sess *Session, defaults map[string
 		sess.Overrides = overrides
 	}
 	if webhookURL != "" {
-		if err := ValidateWebhookURL(webhookURL); err != nil {
+		if err := ss.conns.checkWebhookURL(ctx, webhookURL); err != nil {
 			return err
 		}
 		sess.WebhookURLOverride = webhookURL

@@ -441,6 +441,11 @@ func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, ge
 	}
 	if hooks.urls != nil || hooks.key != nil {
 		if env, err = envs.Update(ctx, env.ID, environments.UpdateInput{WebhookURLs: hooks.urls, WebhookSigningKey: hooks.key}); err != nil {
+			if errors.Is(err, store.ErrInvalid) && hooks.urls != nil {
+				// The library names its own setting; this server's is an
+				// environment variable.
+				return fmt.Errorf("CONNECT_WEBHOOK_URLS: %w (on this server CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS, true by default, allows loopback and private receivers)", err)
+			}
 			return fmt.Errorf("dev environment webhooks: %w", err)
 		}
 		logger.Info("dev environment webhooks configured", "urls", len(env.WebhookURLs), "signing_key_set", hooks.key != nil)
