@@ -342,7 +342,7 @@ func (ss *Sessions) flowClient(sess *Session, it *integrations.Integration, p *i
 		}
 		for _, v := range []struct{ name, v string }{{ConfigOAuthClientIDOverride, in.OAuthClientID}, {ConfigOAuthClientSecretOverride, in.OAuthClientSecret}} {
 			if reason := textProblem(v.v); reason != "" {
-				return nil, flowErr(FlowErrURLParam, "credentials[%s] %s.", v.name, reason)
+				return nil, flowErr(FlowErrURLParam, "The own OAuth app's credentials[%s] %s.", v.name, reason)
 			}
 		}
 		c.id, c.secret, c.own = in.OAuthClientID, in.OAuthClientSecret, true

@@ -70,7 +70,7 @@ func checkActionInput(d *Definition, input json.RawMessage) ([]InputProblem, err
 	if err := decodeNumbers(input, &v); err != nil {
 		return []InputProblem{{Path: "input", InstancePath: "", Keyword: "type", Message: "is not valid JSON"}}, nil
 	}
-	c := &inputChecker{root: doc}
+	c := &inputChecker{root: doc, patterns: map[string]*regexp.Regexp{}}
 	c.check(model, v, nil, 0)
 	return c.problems, nil
 }
@@ -99,6 +99,21 @@ func decodeNumbers(b []byte, v any) error {
 type inputChecker struct {
 	root     any
 	problems []InputProblem
+	// patterns are the compiled "pattern" and "patternProperties"
+	// expressions (nil for one Go cannot compile), shared with trials.
+	patterns map[string]*regexp.Regexp
+}
+
+// pattern compiles a schema's regular expression once; nil when Go's
+// regexp package cannot (a JavaScript-only construct), which is then not
+// enforced.
+func (c *inputChecker) pattern(p string) *regexp.Regexp {
+	re, ok := c.patterns[p]
+	if !ok {
+		re, _ = regexp.Compile(p)
+		c.patterns[p] = re
+	}
+	return re
 }
 
 // problem records one problem at path.
@@ -117,7 +132,7 @@ func (c *inputChecker) fits(s, v any, path []string, depth int) bool {
 
 // trial returns the problems of v against s without recording them.
 func (c *inputChecker) trial(s, v any, path []string, depth int) []InputProblem {
-	sub := &inputChecker{root: c.root}
+	sub := &inputChecker{root: c.root, patterns: c.patterns}
 	sub.check(s, v, path, depth)
 	return sub.problems
 }
@@ -229,7 +244,7 @@ func (c *inputChecker) properties(s map[string]any, o map[string]any, path []str
 	var patternSchemas []any
 	if pp, ok := s["patternProperties"].(map[string]any); ok {
 		for _, p := range slices.Sorted(maps.Keys(pp)) {
-			if re, err := regexp.Compile(p); err == nil {
+			if re := c.pattern(p); re != nil {
 				patterns, patternSchemas = append(patterns, re), append(patternSchemas, pp[p])
 			}
 		}
@@ -286,12 +301,14 @@ func (c *inputChecker) items(s map[string]any, a []any, path []string, depth int
 		c.problem(path, "maxItems", "must have at most %d items", n)
 	}
 	if u, _ := s["uniqueItems"].(bool); u {
-		for i := range a {
-			for j := range i {
-				if jsonEqual(a[i], a[j]) {
-					c.problem(at(i), "uniqueItems", "repeats item %d", j)
-				}
+		seen := make(map[string]int, len(a))
+		for i, e := range a {
+			k := canonicalJSON(e)
+			if j, dup := seen[k]; dup {
+				c.problem(at(i), "uniqueItems", "repeats item %d", j)
+				continue
 			}
+			seen[k] = i
 		}
 	}
 }
@@ -317,7 +334,7 @@ func (c *inputChecker) text(s map[string]any, v string, path []string) {
 		c.problem(path, "maxLength", "must be at most %d characters long", m)
 	}
 	if p, ok := s["pattern"].(string); ok {
-		if re, err := regexp.Compile(p); err == nil && !re.MatchString(v) {
+		if re := c.pattern(p); re != nil && !re.MatchString(v) {
 			c.problem(path, "pattern", "must match the pattern %s", p)
 		}
 	}
@@ -511,6 +528,45 @@ func jsonEqual(a, b any) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// canonicalJSON writes a decoded JSON value so that values jsonEqual
+// calls equal are written alike: object keys sorted, numbers as exact
+// fractions.
+func canonicalJSON(v any) string {
+	var b strings.Builder
+	var write func(v any)
+	write = func(v any) {
+		switch x := v.(type) {
+		case json.Number:
+			if r, ok := new(big.Rat).SetString(string(x)); ok {
+				b.WriteString("n" + r.RatString())
+				return
+			}
+			b.WriteString("n" + string(x))
+		case string:
+			b.WriteString(strconv.Quote(x))
+		case []any:
+			b.WriteByte('[')
+			for _, e := range x {
+				write(e)
+				b.WriteByte(',')
+			}
+			b.WriteByte(']')
+		case map[string]any:
+			b.WriteByte('{')
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				b.WriteString(strconv.Quote(k) + ":")
+				write(x[k])
+				b.WriteByte(',')
+			}
+			b.WriteByte('}')
+		default:
+			fmt.Fprint(&b, x) // nil, true, false
+		}
+	}
+	write(v)
+	return b.String()
 }
 
 // showValue writes a schema's value for a message, shortened.
