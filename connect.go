@@ -151,7 +151,10 @@ type Config struct {
 	// they are your own; refusals name Webhooks.Policy.Setting, by
 	// default "connect.Config.Webhooks.Policy.AllowPrivateNetworks") and
 	// the HTTP client (default: the policy checked at dial time, no
-	// redirects followed).
+	// redirects followed). The policy is also applied when a webhook URL
+	// is set (an environment's, a connect session's or a connection's
+	// override: see webhooks.DeliveryConfig.CheckURL): a URL no delivery
+	// could reach is refused with a 400 then.
 	Webhooks webhooks.DeliveryConfig
 
 	// WebhookFrom is the "from" of webhook bodies. Defaults to "nango", so
@@ -513,6 +516,10 @@ func New(cfg Config) (*Service, error) {
 	}}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections = connections.NewService(proxyCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections.SetMaxImportBody(cfg.MaxImportBody)
+	// Webhook URLs are checked against the webhook address policy when
+	// they are set, not only when a delivery dials.
+	s.environments.SetWebhookURLCheck(cfg.Webhooks.CheckURLField)
+	s.connections.SetWebhookURLCheck(cfg.Webhooks.CheckURLField)
 	if err := s.setupWebhooks(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package connect_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/proxy"
+	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -296,17 +298,28 @@ func TestRefreshFollowsThePolicy(t *testing.T) {
 
 // TestWebhooksFollowTheirPolicy: webhook deliveries follow
 // Config.Webhooks.Policy: under the default one, a receiver on loopback
-// gets nothing and the delivery fails with "address not allowed", naming
-// the setting that allows private networks for webhooks.
+// is refused when its URL is set, and one stored anyway (set under an
+// earlier, looser policy, or a host name that resolved elsewhere then)
+// gets nothing: the delivery fails with "address not allowed" at dial
+// time, naming the setting that allows private networks for webhooks.
 func TestWebhooksFollowTheirPolicy(t *testing.T) {
 	t.Parallel()
 	rc := newHookReceiver(t, time.Now, always(http.StatusOK))
-	bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+	st := memoryStore()
+	bu := setupStrict(t, &backend{store: st}, func(cfg *connect.Config) {
 		// No slow schedule: the delivery fails after its first attempts.
 		cfg.Webhooks = webhooks.DeliveryConfig{Backoff: time.Millisecond, Timeout: 5 * time.Second, Schedule: []time.Duration{}}
 	})
 	urls := []string{rc.srv.URL}
-	if _, err := bu.svc.Environments().Update(t.Context(), bu.env.ID, environments.UpdateInput{WebhookURLs: &urls}); err != nil {
+	if _, err := bu.svc.Environments().Update(t.Context(), bu.env.ID, environments.UpdateInput{WebhookURLs: &urls}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("setting a loopback webhook URL under the default policy: %v", err)
+	}
+	env, err := st.GetEnvironment(t.Context(), bu.env.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.WebhookURLs = urls
+	if err := st.UpdateEnvironment(t.Context(), env); err != nil {
 		t.Fatal(err)
 	}
 	if err := bu.svc.Start(context.Background()); err != nil {

@@ -175,7 +175,7 @@ func actionReq(name, input string, header map[string]string) req {
 
 type echoIn struct {
 	Title string `json:"title"`
-	N     int    `json:"n"`
+	N     int    `json:"n,omitempty"` // optional: inputs may leave it out
 }
 
 type echoOut struct {

@@ -59,6 +59,9 @@ type oauthProvider struct {
 	deny bool
 	// failToken makes /token answer invalid_grant.
 	failToken bool
+	// accessToken and teamID, when set, replace the access token and the
+	// team.id (a token_response_metadata value) of /token's answers.
+	accessToken, teamID string
 
 	o1Requests map[string]string // request token -> secret
 	o1Verifier map[string]string // request token -> verifier
@@ -177,7 +180,15 @@ func (p *oauthProvider) serveToken(w http.ResponseWriter, r *http.Request) {
 	p.issued++
 	rt := fmt.Sprintf("rt-%d", p.issued)
 	p.refresh[rt] = true
-	fmt.Fprintf(w, `{"access_token":"at-%d","refresh_token":%q,"token_type":"bearer","expires_in":3600,"scope":"read,write","team":{"id":"T%d"}}`, p.issued, rt, p.issued)
+	at, team := fmt.Sprintf("at-%d", p.issued), fmt.Sprintf("T%d", p.issued)
+	if p.accessToken != "" {
+		at = p.accessToken
+	}
+	if p.teamID != "" {
+		team = p.teamID
+	}
+	fmt.Fprintf(w, `{"access_token":%s,"refresh_token":%q,"token_type":"bearer","expires_in":3600,"scope":"read,write","team":{"id":%s}}`,
+		jsonString(at), rt, jsonString(team))
 }
 
 // oauth1Params returns the OAuth 1 protocol parameters of r (from the

@@ -94,6 +94,11 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 	if !modeMatches(p, in.Mode) {
 		return nil, store.Invalid(CodeInvalidAuthMode, fmt.Sprintf("The integration %q uses the auth mode %s, not %s.", key, p.AuthMode, in.Mode))
 	}
+	// What the end user typed goes nowhere, not even to the provider's
+	// check, unless it can be sent and stored.
+	if err := checkTypedCredentials(&in.Credentials); err != nil {
+		return nil, err
+	}
 	connectionID := newConnectionID()
 	var existing map[string]any
 	if sess.Reconnecting() {
@@ -152,6 +157,13 @@ func (ss *Sessions) Authorize(ctx context.Context, sess *Session, in AuthorizeIn
 		var awsConfig map[string]any
 		creds, awsConfig, err = ss.authorizeAWS(ctx, sess.EnvironmentID, key, in, cfg, existing)
 		maps.Copy(overlay, awsConfig)
+	}
+	if err == nil {
+		// The provider's answers (a token, token_response_metadata) are
+		// stored only when they can be sent again.
+		if problem := providerAnswerProblem(creds, overlay); problem != "" {
+			err = validationFailed("The provider's answer cannot be stored: %s.", problem)
+		}
 	}
 	if err != nil {
 		ss.logFailure(ctx, sess, key, connectionID, op, in.Mode, err)
@@ -287,9 +299,9 @@ func authCredentials(p *integrations.Provider, in AuthorizeInput) (*Credentials,
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		v := fields[k]
-		if len(v) > 64<<10 || strings.IndexByte(v, 0) >= 0 {
-			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s is too long or holds a NUL character.", k),
-				store.FieldError{Code: "invalid_value", Message: "is at most 64 KiB without NUL characters", Path: []string{k}})
+		if len(v) > 64<<10 {
+			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s is too long.", k),
+				store.FieldError{Code: "invalid_value", Message: "is at most 64 KiB", Path: []string{k}})
 		}
 		if f, ok := p.Credentials[k]; ok && v != "" && !matches(f.Pattern, v) {
 			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s does not match the pattern %s.", k, f.Pattern),

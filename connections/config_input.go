@@ -21,6 +21,7 @@ import (
 //     that the service does not fill itself (not automated), except the
 //     documented special keys: oauth_scopes_override; the OAuth client
 //     overrides and webhook URL keys, which are dropped;
+//   - the value must be text without control characters (textProblem);
 //   - the value must fit the field (integrations.FieldSpec.CheckValue:
 //     type, format, prefix and suffix, pattern);
 //   - a key that decides the host of a URL carrying the integration's
@@ -59,6 +60,10 @@ func checkEndUserConfig(p *integrations.Provider, preset, params map[string]stri
 	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
 		if isDroppedParam(k) {
+			continue
+		}
+		if reason := textProblem(v); reason != "" {
+			add(k, fieldInvalid, reason)
 			continue
 		}
 		if pv := preset[k]; pv != "" {
@@ -161,6 +166,9 @@ func (ss *Sessions) connectionConfig(sess *Session, p *integrations.Provider, ke
 // for one of its redirect_uri_metadata keys: the end user's browser
 // delivers it, so it is end-user input.
 func checkCallbackValue(p *integrations.Provider, k, v string) string {
+	if reason := textProblem(v); reason != "" {
+		return reason
+	}
 	f, declared := p.ConnectionConfig[k]
 	if declared {
 		if reason := f.CheckValue(v); reason != "" {

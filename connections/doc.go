@@ -42,6 +42,23 @@
 // every URL is built with integrations.Provider.RenderURL. Refusals are 400
 // invalid_connection_config naming the key in errors[].path.
 //
+// # Control characters
+//
+// A credential or connection config value reaches HTTP headers, URLs and
+// templates, so every way in refuses one that holds a control character
+// before anything is stored or sent: C0 (NUL, tab, line feed, carriage
+// return and the others), DEL and C1, and text that is not UTF-8. Only a
+// key may span lines: a value that is a whole PEM block or a JSON object
+// (a private key, a certificate, a JWK) may hold tabs, line feeds and
+// carriage returns. What an end user or the backend gives (auth calls,
+// params[...], the OAuth popup's own-app credentials, a connect session's
+// preset connection config, imports, and the same through the Go API) is
+// refused with a 400 naming the field: invalid_credentials,
+// invalid_connection_config, or invalid_body for a session. What a
+// provider answers (tokens, token_response_metadata, redirect_uri_metadata)
+// fails the flow or the refresh and is not stored. Credentials.Raw,
+// Credentials.Scopes and metadata are kept as given.
+//
 // # Outbound requests
 //
 // Token, refresh and credential-check requests go through the address

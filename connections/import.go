@@ -440,6 +440,9 @@ func (s *Service) prepareImport(ctx context.Context, environmentID int64, in *Im
 	if err := integrations.UnusableProviderError(s.catalog, it.Provider); err != nil {
 		return nil, err
 	}
+	if err := checkConfigText(in.ConnectionConfig, "connection_config"); err != nil {
+		return nil, err
+	}
 	mode := ""
 	var prov *integrations.Provider
 	if p, ok := s.catalog.Get(it.Provider); ok {
@@ -455,6 +458,9 @@ func (s *Service) prepareImport(ctx context.Context, environmentID int64, in *Im
 	}
 	creds, err := importCredentials(mode, in, s.now())
 	if err != nil {
+		return nil, err
+	}
+	if err := checkImportedCredentials(creds, in.Credentials != nil); err != nil {
 		return nil, err
 	}
 	if err := importedAWS(creds, in, it); err != nil {

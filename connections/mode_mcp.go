@@ -646,8 +646,8 @@ func (ss *Sessions) registerMCPClient(ctx context.Context, endpoint string, para
 	if err := decodeJSONObject(resp.Header.Get("Content-Type"), rb, &a); err != nil {
 		return nil, flowErr(CodeMCPRegistrationFailed, "The registration answer is not a JSON object.")
 	}
-	if a.ClientID == "" || len(a.ClientID) > 1024 || !isPrintable(a.ClientID) || len(a.ClientSecret) > 4096 {
-		return nil, flowErr(CodeMCPRegistrationFailed, "The registration answer has no usable client_id.")
+	if a.ClientID == "" || len(a.ClientID) > 1024 || textProblem(a.ClientID) != "" || len(a.ClientSecret) > 4096 || textProblem(a.ClientSecret) != "" {
+		return nil, flowErr(CodeMCPRegistrationFailed, "The registration answer has no usable client_id and client_secret (one line of text each).")
 	}
 	return &a, nil
 }

@@ -209,8 +209,18 @@ func (r *refresher) exchangeToken(ctx context.Context, p *integrations.Provider,
 // exchange obtains the token of token-mode credentials from their inputs
 // and returns the credentials with it: a TWO_STEP token request (and its
 // additional steps), a JWT signed here, a WSSE token, a Bill login. Every
-// failure is a *RefreshError.
+// failure is a *RefreshError; a token that is not one line of text (see
+// textProblem) is one, and is not stored.
 func (r *refresher) exchange(ctx context.Context, p *integrations.Provider, c *Credentials, cfg, integ map[string]string) (*Credentials, error) {
+	out, err := r.obtain(ctx, p, c, cfg, integ)
+	if err == nil && (textProblem(out.Token) != "" || textProblem(out.RefreshToken) != "") {
+		return nil, &RefreshError{Description: "the provider's token is not one line of text: it was not stored"}
+	}
+	return out, err
+}
+
+// obtain does the work of exchange.
+func (r *refresher) obtain(ctx context.Context, p *integrations.Provider, c *Credentials, cfg, integ map[string]string) (*Credentials, error) {
 	now := r.s.nowUTC()
 	out := *c
 	out.Inputs = maps.Clone(c.Inputs)
@@ -899,8 +909,8 @@ func parseExpireAt(v any) (time.Time, bool) {
 
 // tokenModeCredentials checks the inputs of a token-mode auth call: the
 // provider's credential fields that are not optional (nor computed: the
-// assertion) are required, each text at most 64 KiB without NUL and
-// matching its pattern.
+// assertion) are required, each text at most 64 KiB and matching its
+// pattern (Authorize has refused control characters: textProblem).
 func tokenModeCredentials(p *integrations.Provider, in AuthorizeInput) (*Credentials, error) {
 	c := in.Credentials
 	c.Type = in.Mode
@@ -932,9 +942,9 @@ func tokenModeCredentials(p *integrations.Provider, in AuthorizeInput) (*Credent
 	}
 	for _, k := range slices.Sorted(maps.Keys(flat)) {
 		v := flat[k]
-		if len(v) > 64<<10 || strings.IndexByte(v, 0) >= 0 {
-			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s is too long or holds a NUL character.", k),
-				store.FieldError{Code: "invalid_value", Message: "is at most 64 KiB without NUL characters", Path: strings.Split(k, ".")})
+		if len(v) > 64<<10 {
+			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s is too long.", k),
+				store.FieldError{Code: "invalid_value", Message: "is at most 64 KiB", Path: strings.Split(k, ".")})
 		}
 		if f, ok := p.Credentials[k]; ok && v != "" && !matches(f.Pattern, v) {
 			return nil, store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s does not match the pattern %s.", k, f.Pattern),
@@ -1031,9 +1041,9 @@ func checkTokenModeImport(c *Credentials) error {
 		flatten(k+".", v, flat)
 	}
 	for k, v := range flat {
-		if len(v) > 64<<10 || strings.IndexByte(v, 0) >= 0 {
-			return store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s is too long or holds a NUL character.", k),
-				store.FieldError{Code: "invalid_value", Message: "is at most 64 KiB without NUL characters", Path: []string{"credentials", k}})
+		if len(v) > 64<<10 {
+			return store.Invalid(CodeInvalidCredentials, fmt.Sprintf("The credential %s is too long.", k),
+				store.FieldError{Code: "invalid_value", Message: "is at most 64 KiB", Path: []string{"credentials", k}})
 		}
 	}
 	return nil

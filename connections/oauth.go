@@ -340,6 +340,11 @@ func (ss *Sessions) flowClient(sess *Session, it *integrations.Integration, p *i
 		if len(in.OAuthClientID) > 1024 || len(in.OAuthClientSecret) > 4096 {
 			return nil, flowErr(FlowErrURLParam, "The OAuth app credentials are too long.")
 		}
+		for _, v := range []struct{ name, v string }{{ConfigOAuthClientIDOverride, in.OAuthClientID}, {ConfigOAuthClientSecretOverride, in.OAuthClientSecret}} {
+			if reason := textProblem(v.v); reason != "" {
+				return nil, flowErr(FlowErrURLParam, "The own OAuth app's credentials[%s] %s.", v.name, reason)
+			}
+		}
 		c.id, c.secret, c.own = in.OAuthClientID, in.OAuthClientSecret, true
 	case offersID && offersSecret:
 		return nil, flowErr(FlowErrURLParam, "The connect session asks the end user for their own OAuth app for %q: pass credentials[oauth_client_id_override] and credentials[oauth_client_secret_override].", in.IntegrationKey)
@@ -710,7 +715,7 @@ func (ss *Sessions) finish(ctx context.Context, f *OAuthFlow, state string, quer
 	}
 	for _, k := range p.RedirectURIMetadata {
 		if v := query.Get(k); v != "" {
-			if len(v) > MaxConfigValueLength || !isPrintable(v) {
+			if len(v) > MaxConfigValueLength {
 				return nil, flowErr(FlowErrCallback, "The callback's %s is invalid.", k)
 			}
 			// The end user's browser brings these: they are checked as
@@ -752,6 +757,9 @@ func (ss *Sessions) finish(ctx context.Context, f *OAuthFlow, state string, quer
 	sess := &Session{ID: f.SessionID, EnvironmentID: f.EnvironmentID, Tags: f.Tags, WebhookURLOverride: f.WebhookURLOverride}
 	if f.Reconnect {
 		sess.ConnectionID, sess.IntegrationKey = f.ConnectionID, f.IntegrationKey
+	}
+	if problem := providerAnswerProblem(creds, cfg); problem != "" {
+		return nil, flowErr(FlowErrToken, "The provider's answer cannot be stored: %s.", problem)
 	}
 	var c *Connection
 	err = ss.conns.store.WithTx(ctx, func(ctx context.Context) error {
@@ -938,13 +946,4 @@ func statusOf(f *OAuthFlow, now time.Time) *StatusData {
 		d.Error = &StatusErr{Type: FlowErrState, Message: "The authorization was not completed in time: start the connection again."}
 	}
 	return d
-}
-
-func isPrintable(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }

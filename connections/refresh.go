@@ -690,6 +690,9 @@ func (r *refresher) post(ctx context.Context, tq tokenRequest) (*TokenResponse, 
 		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response is not a JSON object or a form", Err: perr}
 	case tr.AccessToken == "":
 		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response has no access_token"}
+	case textProblem(tr.AccessToken) != "" || textProblem(tr.RefreshToken) != "":
+		// Stored, it would fail every request it is sent with.
+		return nil, &RefreshError{Status: resp.StatusCode, Description: "the token response's tokens are not one line of text: they were not stored"}
 	}
 	return tr, nil
 }

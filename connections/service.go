@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/internal/secret"
@@ -59,6 +60,28 @@ type Service struct {
 	maxImportBody int64
 	// hooks, when set, act on connection changes (SetHooks).
 	hooks Hooks
+	// webhookURLCheck checks webhook URL overrides when they are set
+	// (SetWebhookURLCheck).
+	webhookURLCheck environments.WebhookURLCheck
+}
+
+// SetWebhookURLCheck installs the check of the webhook URL overrides Patch
+// and connect sessions set, after the form checks of ValidateWebhookURL
+// (connect.New installs Config.Webhooks.CheckURLField, the webhook
+// address policy). Call it before the Service is used.
+func (s *Service) SetWebhookURLCheck(f environments.WebhookURLCheck) { s.webhookURLCheck = f }
+
+// checkWebhookURL applies ValidateWebhookURL and the installed check to a
+// webhook URL override. It may resolve host names: call it outside
+// transactions.
+func (s *Service) checkWebhookURL(ctx context.Context, raw string) error {
+	if err := ValidateWebhookURL(raw); err != nil {
+		return err
+	}
+	if s.webhookURLCheck == nil {
+		return nil
+	}
+	return s.webhookURLCheck(ctx, raw, "webhook_url_override")
 }
 
 // SetMaxImportBody sets the limit of the body of a bulk import (POST
@@ -362,7 +385,7 @@ func NormalizeTags(tags map[string]string) (map[string]string, error) {
 type PatchInput struct {
 	Tags *map[string]string `json:"tags"`
 	// WebhookURLOverride sets the per-connection webhook URL; an empty
-	// string clears it.
+	// string clears it. A URL is checked as SetWebhookURLCheck says.
 	WebhookURLOverride *string `json:"webhook_url_override"`
 	// EndUser is deprecated; it is stored as the conventional tags.
 	EndUser *EndUser `json:"end_user"`
@@ -383,7 +406,7 @@ func (s *Service) Patch(ctx context.Context, environmentID int64, integrationKey
 		}
 	}
 	if in.WebhookURLOverride != nil && *in.WebhookURLOverride != "" {
-		if err := ValidateWebhookURL(*in.WebhookURLOverride); err != nil {
+		if err := s.checkWebhookURL(ctx, *in.WebhookURLOverride); err != nil {
 			return nil, err
 		}
 	}

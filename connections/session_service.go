@@ -400,6 +400,9 @@ func (ss *Sessions) fill(ctx context.Context, sess *Session, defaults map[string
 		if err := checkStringMap(d.ConnectionConfig, "integrations_config_defaults", k, "connection_config"); err != nil {
 			return err
 		}
+		if ck, reason := configStringProblem(d.ConnectionConfig); ck != "" {
+			return httpapi.InvalidField(reason, "integrations_config_defaults", k, "connection_config", ck)
+		}
 	}
 	if len(defaults) > 0 {
 		sess.IntegrationsConfigDefaults = defaults
@@ -421,7 +424,7 @@ func (ss *Sessions) fill(ctx context.Context, sess *Session, defaults map[string
 		sess.Overrides = overrides
 	}
 	if webhookURL != "" {
-		if err := ValidateWebhookURL(webhookURL); err != nil {
+		if err := ss.conns.checkWebhookURL(ctx, webhookURL); err != nil {
 			return err
 		}
 		sess.WebhookURLOverride = webhookURL

@@ -55,6 +55,9 @@ func (s *Service) Ensure(ctx context.Context, in CreateInput, key *NewAPIKey) (*
 	if err := validateCreate(in); err != nil {
 		return nil, err
 	}
+	if err := s.checkWebhookURLs(ctx, in.WebhookURLs); err != nil {
+		return nil, err
+	}
 	var want *APIKey
 	if key != nil {
 		if key.Secret == "" {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,37 @@ type Service struct {
 	// an environment's id to its plaintext webhook signing key.
 	keys    *cache.Cache[[32]byte, *httpapi.Principal]
 	signing *cache.Cache[int64, string]
+
+	// checkURL checks webhook URLs when they are set (SetWebhookURLCheck).
+	checkURL WebhookURLCheck
+}
+
+// WebhookURLCheck checks a webhook URL when it is set and returns the
+// refusal (a 400 naming path) or nil. webhooks.DeliveryConfig.CheckURLField
+// is one: it applies the webhook address policy.
+type WebhookURLCheck func(ctx context.Context, rawURL string, path ...string) error
+
+// SetWebhookURLCheck installs the check of the webhook URLs Create and
+// Update set, after the form checks of ValidateWebhookURLs (connect.New
+// installs Config.Webhooks.CheckURLField). Call it before the Service is
+// used.
+func (s *Service) SetWebhookURLCheck(f WebhookURLCheck) { s.checkURL = f }
+
+// checkWebhookURLs applies ValidateWebhookURLs and the installed check.
+// It may resolve host names: call it outside transactions.
+func (s *Service) checkWebhookURLs(ctx context.Context, urls []string) error {
+	if err := ValidateWebhookURLs(urls); err != nil {
+		return err
+	}
+	if s.checkURL == nil {
+		return nil
+	}
+	for i, u := range urls {
+		if err := s.checkURL(ctx, u, "webhook_urls", strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewService is called by connect.New; hosts use the Service it builds.
@@ -95,7 +127,8 @@ type CreateInput struct {
 	Name string
 	// Account defaults to "default".
 	Account string
-	// WebhookURLs are at most two absolute http(s) URLs.
+	// WebhookURLs are at most two absolute http(s) URLs, which the
+	// installed check also applies to (see SetWebhookURLCheck).
 	WebhookURLs []string
 	// WebhookSigningKey is at least 16 characters; generated when empty.
 	WebhookSigningKey string
@@ -109,6 +142,9 @@ func (s *Service) nowUTC() time.Time { return s.now().UTC().Truncate(time.Micros
 // Create creates an environment.
 func (s *Service) Create(ctx context.Context, in CreateInput) (*Environment, error) {
 	if err := validateCreate(in); err != nil {
+		return nil, err
+	}
+	if err := s.checkWebhookURLs(ctx, in.WebhookURLs); err != nil {
 		return nil, err
 	}
 	env, err := s.newEnvironment(ctx, in)
@@ -201,8 +237,14 @@ type UpdateInput struct {
 	CallbackURL       *string
 }
 
-// Update changes an environment's settings.
+// Update changes an environment's settings. Webhook URLs are checked
+// first (see SetWebhookURLCheck): a refused one changes nothing.
 func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Environment, error) {
+	if in.WebhookURLs != nil {
+		if err := s.checkWebhookURLs(ctx, *in.WebhookURLs); err != nil {
+			return nil, err
+		}
+	}
 	var out *Environment
 	err := s.store.WithTx(ctx, func(ctx context.Context) error {
 		env, err := s.store.GetEnvironment(ctx, id)
@@ -210,9 +252,6 @@ func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Enviro
 			return notFound(err, "environment")
 		}
 		if in.WebhookURLs != nil {
-			if err := ValidateWebhookURLs(*in.WebhookURLs); err != nil {
-				return err
-			}
 			env.WebhookURLs = append([]string{}, (*in.WebhookURLs)...)
 		}
 		if in.WebhookSigningKey != nil {

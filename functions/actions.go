@@ -116,11 +116,18 @@ func (s *Service) newContext(p *prepared, runID, logID string, checkpointKey str
 // RunAction runs an action now and returns its output as JSON: at most
 // MaxActionOutput bytes, within Config.ActionTimeout. A failed run is a
 // *RunError whose Failure is what POST /action/trigger answers; a missing
-// connection or action is the store error the route answers.
+// connection or action is the store error the route answers. An input
+// that does not fit the action's input schema (Definition.Input in
+// Definition.JSONSchema) is a *RunError too, 400 invalid_action_input
+// naming the paths of the problems (see InputError): the action does not
+// run and no operations log entry is written.
 func (s *Service) RunAction(ctx context.Context, call ActionCall) (json.RawMessage, error) {
 	p, err := s.prepare(ctx, call.EnvironmentID, call.Integration, call.ConnectionID, KindAction, call.Action)
 	if err != nil {
 		return nil, err
+	}
+	if ie := s.checkInput(ctx, p.fn, call.Input); ie != nil {
+		return nil, &RunError{Failure: Classify(ie), Err: ie}
 	}
 	logID, start := s.cfg.Log.NewID(), s.cfg.Now()
 	out, runErr := s.execAction(ctx, p, "", logID, call.Input)
@@ -152,11 +159,28 @@ func (s *Service) TriggerAction(ctx context.Context, env int64, integration, con
 	return json.Unmarshal(res, out)
 }
 
+// checkInput checks an action's input against its input schema (see
+// checkActionInput) and returns the refusal, or nil. A stored schema that
+// cannot be read checks nothing: the host's logger hears of it.
+func (s *Service) checkInput(ctx context.Context, fn *Function, input json.RawMessage) *InputError {
+	problems, err := checkActionInput(&fn.Definition, input)
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "the input schema of an action cannot be read; its input is not checked",
+			"integration", fn.Integration, "action", fn.Name, "err", err)
+		return nil
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &InputError{Problems: problems, Model: fn.Definition.Input}
+}
+
 // execAction runs the action of p with the deadline and panic recovery of
 // every run, and checks its output.
 func (s *Service) execAction(ctx context.Context, p *prepared, runID, logID string, input json.RawMessage) (json.RawMessage, error) {
 	if len(input) > 0 && !json.Valid(input) {
-		return nil, &RunError{Failure: Classify(&InputError{Err: errors.New("not JSON")}), Err: errors.New("input is not JSON")}
+		ie := &InputError{Problems: []InputProblem{{Path: "input", Keyword: "type", Message: "is not valid JSON"}}}
+		return nil, &RunError{Failure: Classify(ie), Err: ie}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ActionTimeout)
 	defer cancel()
@@ -222,7 +246,9 @@ type AsyncAction struct {
 // transaction, and returns its handle: the action runs in the background
 // (retried up to retries times, 0 to MaxActionRetries, with backoff) and
 // its outcome is read with ActionResult. An async action webhook is sent
-// when it completes.
+// when it completes. An input that does not fit the action's input schema
+// is refused now, as RunAction refuses it, with an ErrInvalid *store.Error
+// of the same code, message and payload: nothing is stored or queued.
 func (s *Service) TriggerActionAsync(ctx context.Context, call ActionCall, retries int) (*AsyncAction, error) {
 	if retries < 0 || retries > MaxActionRetries {
 		return nil, store.Invalid("invalid_headers", fmt.Sprintf("Retries must be between 0 and %d.", MaxActionRetries))
@@ -236,6 +262,10 @@ func (s *Service) TriggerActionAsync(ctx context.Context, call ActionCall, retri
 	p, err := s.prepare(ctx, call.EnvironmentID, call.Integration, call.ConnectionID, KindAction, call.Action)
 	if err != nil {
 		return nil, err
+	}
+	if ie := s.checkInput(ctx, p.fn, call.Input); ie != nil {
+		d := Classify(ie).Body.Error
+		return nil, &store.Error{Kind: store.ErrInvalid, Code: d.Code, Message: d.Message, Payload: d.Payload, Err: ie}
 	}
 	input := call.Input
 	if len(input) == 0 {

@@ -7,7 +7,10 @@
 //     task whose outcome GET /action/{id} serves) or from Go
 //     ([Service.TriggerAction], [Service.TriggerActionAsync]).
 //     [NewAction] builds a typed one, its JSON Schemas derived from the Go
-//     types.
+//     types. An input is checked against the action's published input
+//     schema before anything runs, is queued or is logged: one that does
+//     not fit is answered 400 invalid_action_input, naming each problem's
+//     path in JSON's terms ([InputProblem]).
 //   - A [Sync] runs on a schedule for each connection (and variant) of its
 //     integration and saves records of its models, which GET /records
 //     lists. Schedules live in the Store; every started instance looks for

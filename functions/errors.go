@@ -63,11 +63,58 @@ func (e *UpstreamError) Error() string {
 }
 
 // InputError is an action input that does not fit the action: 400
-// invalid_action_input.
-type InputError struct{ Err error }
+// invalid_action_input. An action returns one with Err saying why (its
+// text is the answer's message); the service builds one with Problems when
+// the input does not fit the action's input schema or its Go type, and
+// the answer's payload then lists them: {"validation": [InputProblem...],
+// "model": Model}.
+type InputError struct {
+	Err error
+	// Problems are where and why the input does not fit.
+	Problems []InputProblem
+	// Model is the name of the input model checked, when known.
+	Model string
+}
 
-func (e *InputError) Error() string { return "invalid action input: " + e.Err.Error() }
+func (e *InputError) Error() string {
+	if e.Err == nil && len(e.Problems) > 0 {
+		return "invalid action input: " + e.Problems[0].Path + ": " + e.Problems[0].Message
+	}
+	if e.Err == nil {
+		return "invalid action input"
+	}
+	return "invalid action input: " + e.Err.Error()
+}
+
 func (e *InputError) Unwrap() error { return e.Err }
+
+// failure is the Failure of the InputError: its message names the first
+// problem's path.
+func (e *InputError) failure() *Failure {
+	f := &Failure{Status: http.StatusBadRequest, Body: FailureBody{Error: FailureDetail{Code: "invalid_action_input"}}}
+	if len(e.Problems) == 0 {
+		msg := "The action input is invalid."
+		if e.Err != nil {
+			msg = "The action input is invalid: " + e.Err.Error()
+		}
+		f.Body.Error.Message = msg
+		return f
+	}
+	first := e.Problems[0]
+	msg := "The action input is invalid: " + first.Path + ": " + first.Message
+	if n := len(e.Problems) - 1; n == 1 {
+		msg += " (and 1 more problem)"
+	} else if n > 1 {
+		msg += fmt.Sprintf(" (and %d more problems)", n)
+	}
+	f.Body.Error.Message = msg + "."
+	payload := map[string]any{"validation": e.Problems}
+	if e.Model != "" {
+		payload["model"] = e.Model
+	}
+	f.Body.Error.Payload = payload
+	return f
+}
 
 // PanicError is a function that panicked: a runtime error, never a crash
 // of the host. Its stack goes into the run's operations log entry (Meta
@@ -154,7 +201,7 @@ func Classify(err error) *Failure {
 		return bad(http.StatusInternalServerError, "action_script_runtime_error",
 			"The action script failed with a runtime error", actionPayload(ae))
 	case errors.As(err, &ie):
-		return bad(http.StatusBadRequest, "invalid_action_input", "The action input is invalid: "+ie.Err.Error(), nil)
+		return ie.failure()
 	case errors.Is(err, errOutputTooLarge):
 		return bad(http.StatusBadRequest, "script_output_too_large", "The action output is larger than 10 MB; nothing was returned.", nil)
 	case errors.Is(err, context.DeadlineExceeded):

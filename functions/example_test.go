@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +65,20 @@ func ExampleNewAction() {
 		panic(err)
 	}
 	fmt.Println(out.Greeting)
-	// Output: hello, Ada
+
+	// An input that does not fit In's schema is refused before the action
+	// runs, in JSON's terms.
+	_, err = svc.Functions().RunAction(ctx, functions.ActionCall{EnvironmentID: env.ID, Integration: "greeter",
+		ConnectionID: "user-1", Action: "greet", Input: json.RawMessage(`{"name":5}`)})
+	var re *functions.RunError
+	if errors.As(err, &re) {
+		fmt.Println(re.Failure.Status, re.Failure.Body.Error.Code)
+		fmt.Println(re.Failure.Body.Error.Message)
+	}
+	// Output:
+	// hello, Ada
+	// 400 invalid_action_input
+	// The action input is invalid: input.name: expected string, got number.
 }
 
 // An action that fails on purpose returns an *ActionError: its Type comes

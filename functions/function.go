@@ -42,8 +42,10 @@ type Action struct {
 
 // NewAction returns an Action whose input is decoded into In and whose
 // output is Out, with the JSON Schemas of both derived from the types. An
-// input that does not decode into In is refused with invalid_action_input
-// before fn runs.
+// input that does not fit In's schema is refused with invalid_action_input
+// before the action is run, queued or logged (see Service.RunAction); one
+// that still does not decode into In (a number out of In's range) is
+// refused the same way, naming the JSON path, before fn runs.
 func NewAction[In, Out any](integration, name string, fn func(ctx context.Context, c *Context, in In) (Out, error)) Action {
 	in, out := reflect.TypeFor[In](), reflect.TypeFor[Out]()
 	a := Action{
@@ -58,7 +60,7 @@ func NewAction[In, Out any](integration, name string, fn func(ctx context.Contex
 		var v In
 		if len(raw) > 0 && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, &InputError{Err: err}
+				return nil, &InputError{Problems: []InputProblem{decodeProblem(err)}}
 			}
 		}
 		return fn(ctx, c, v)

@@ -64,5 +64,9 @@
 // default client follows DeliveryConfig.Policy (package egress), checked
 // at dial time: the zero Policy reaches only public addresses. An attempt
 // that cannot be sent is recorded as "address not allowed", "could not
-// reach the receiver" or a timeout, never with the dial error.
+// reach the receiver" or a timeout, never with the dial error. The policy
+// is applied when a URL is set too ([DeliveryConfig.CheckURL]): an IP
+// address or localhost it refuses, a host name that resolves only to
+// refused addresses, a user name or password in the URL, are refused at
+// once rather than failing every delivery for a day.
 package webhooks

@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/store/memory"
@@ -80,4 +81,26 @@ func ExampleOutbox() {
 	// resent 2 more: true
 	// resent 1 more: false
 	// d0 pending 0
+}
+
+// CheckURL applies the webhook address policy to a URL when it is set:
+// connect.New checks every environment URL and webhook_url_override with
+// it, so that a URL no delivery could reach is refused at once.
+func ExampleDeliveryConfig_CheckURL() {
+	ctx := context.Background()
+	strict := webhooks.DeliveryConfig{} // the default: public addresses only
+	own := webhooks.DeliveryConfig{Policy: egress.Policy{AllowPrivateNetworks: true}}
+	for _, u := range []string{"https://93.184.215.14/hooks", "http://10.0.0.7/hooks", "https://user:pw@93.184.215.14/hooks"} {
+		fmt.Printf("%s\n  default: %v\n  private networks allowed: %v\n", u, strict.CheckURL(ctx, u), own.CheckURL(ctx, u))
+	}
+	// Output:
+	// https://93.184.215.14/hooks
+	//   default: <nil>
+	//   private networks allowed: <nil>
+	// http://10.0.0.7/hooks
+	//   default: webhook URL is a private address, which the webhook address policy refuses: a host whose receivers are on its own network allows them with Config.Webhooks.Policy.AllowPrivateNetworks
+	//   private networks allowed: <nil>
+	// https://user:pw@93.184.215.14/hooks
+	//   default: webhook URL must not hold a user name or password: receivers authenticate webhooks by their signature
+	//   private networks allowed: webhook URL must not hold a user name or password: receivers authenticate webhooks by their signature
 }

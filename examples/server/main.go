@@ -425,6 +425,9 @@ func setupDev(ctx context.Context, svc *connect.Service, logger *slog.Logger, ge
 	env := res.Environment
 	if hooks.urls != nil || hooks.key != nil {
 		if env, err = envs.Update(ctx, env.ID, environments.UpdateInput{WebhookURLs: hooks.urls, WebhookSigningKey: hooks.key}); err != nil {
+			if hooks.urls != nil {
+				return fmt.Errorf("CONNECT_WEBHOOK_URLS: %w", err)
+			}
 			return fmt.Errorf("dev environment webhooks: %w", err)
 		}
 		logger.Info("dev environment webhooks configured", "urls", len(env.WebhookURLs), "signing_key_set", hooks.key != nil)

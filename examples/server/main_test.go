@@ -260,6 +260,19 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// TestRunRefusesUnreachableWebhookURL: a dev webhook URL that the webhook
+// address policy refuses stops the start, saying which variable allows it.
+func TestRunRefusesUnreachableWebhookURL(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, slog.New(slog.DiscardHandler), envFunc(map[string]string{"PORT": freePort(t),
+		"CONNECT_WEBHOOK_URLS": "http://127.0.0.1:9/hooks", "CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "false"}))
+	if err == nil || !strings.Contains(err.Error(), "CONNECT_WEBHOOK_URLS") || !strings.Contains(err.Error(), "CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS") {
+		t.Fatalf("run with a loopback webhook URL and private networks refused: %v", err)
+	}
+}
+
 func TestNetworkPolicies(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
