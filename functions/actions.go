@@ -191,9 +191,7 @@ func (s *Service) execAction(ctx context.Context, p *prepared, runID, logID stri
 		out, err = p.rt.RunAction(ctx, p.fn, c, input)
 		return err
 	})
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
+	err = runEnd(ctx, err)
 	if err == nil && len(out) > MaxActionOutput {
 		err = errOutputTooLarge
 	}
@@ -219,9 +217,11 @@ func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, st
 	}
 	if runErr != nil {
 		status, msg = oplog.StatusFailure, fmt.Sprintf("%s %q failed", p.fn.Kind, p.fn.Name)
+		cause := runErr
 		var re *RunError
 		if errors.As(runErr, &re) {
 			meta["error"] = re.Failure.Body.Error.Code
+			cause = re.Err
 		}
 		// A panic's stack is for whoever reads the run's log, never for
 		// the answer or the webhooks.
@@ -229,6 +229,11 @@ func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, st
 		if errors.As(runErr, &pe) {
 			msg = fmt.Sprintf("%s %q panicked", p.fn.Kind, p.fn.Name)
 			meta["stacktrace"] = pe.Stack
+		}
+		// So is the detail of a provider call that got no answer: the
+		// answer says only that the provider could not be reached.
+		if d := failureDetail(cause); d != "" {
+			meta["error_detail"] = d
 		}
 	}
 	e := &oplog.Entry{ID: logID, EnvironmentID: p.conn.EnvironmentID, Type: typ, Operation: "run", Status: status,

@@ -37,11 +37,16 @@
 // A failed run is answered as Nango answers it ([Classify]): an
 // [ActionError] (its Type first in the payload) is 500
 // action_script_runtime_error, a provider's answer outside 2xx
-// ([UpstreamError]) 424 script_http_error, a request the address policy
-// refused 403 upstream_address_refused as the proxy answers it, a panic
-// or any other error 500 script_internal_error. No answer, webhook or
-// stored result holds a stack: a panic's goes into the run's operations
-// log entry.
+// ([UpstreamError]) 424 script_http_error, a provider call that got no
+// answer as the proxy answers it (403 upstream_address_refused when the
+// address policy refused it, 504 upstream_timeout, 502 upstream_error),
+// whether it went through [Context.Proxy] or a client of
+// [Context.HTTPClient], a panic or any other error 500
+// script_internal_error. No answer, webhook or stored result holds a
+// stack, a dial error or the address of a provider that could not be
+// reached: a panic's stack goes into the run's operations log entry
+// (Meta "stacktrace"), and so does the network's own account of a failed
+// call (Meta "error_detail").
 //
 // The code of a function runs on a [Runtime]: Go functions on the built-in
 // one; a runtime for code deployed at run time is added with

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -164,24 +166,34 @@ type Upstream struct {
 // answers POST /action/trigger: an UpstreamError is 424
 // script_http_error; an ActionError 500 action_script_runtime_error; a
 // bad input 400 invalid_action_input; an output over 10 MB 400
-// script_output_too_large; a request the address policy refused (through
-// Context.Proxy, Paginate or HTTPClient) 403 upstream_address_refused, as
-// the proxy answers it; the run deadline 500 execution_timeout; a
-// cancelled run 410 script_aborted; a panic or any other error 500
-// script_internal_error with {name, message} (a panic's stack is logged,
-// never answered).
+// script_output_too_large; a provider call (through Context.Proxy,
+// Paginate or HTTPClient) that got no answer is answered as the proxy
+// answers it (proxy.TransportFailure): 403 upstream_address_refused when
+// the address policy refused it, 504 upstream_timeout, or 502
+// upstream_error, never with the address or the dial error (the run's
+// operations log entry keeps them); the run deadline 500
+// execution_timeout; a cancelled run 410 script_aborted; a panic or any
+// other error 500 script_internal_error with {name, message} (a panic's
+// stack is logged, never answered; a message holds no request URL).
 func Classify(err error) *Failure {
 	var (
-		up  *UpstreamError
-		ae  *ActionError
-		ie  *InputError
-		pe  *PanicError
-		bad = func(status int, code, msg string, payload any) *Failure {
+		up    *UpstreamError
+		ae    *ActionError
+		ie    *InputError
+		pe    *PanicError
+		ended *endedError
+		bad   = func(status int, code, msg string, payload any) *Failure {
 			return &Failure{Status: status, Body: FailureBody{Error: FailureDetail{Code: code, Message: msg, Payload: payload}}}
 		}
 	)
+	if errors.As(err, &ended) {
+		err = ended.ctx // whatever the run returned once its time was up
+	}
 	if se := addressRefusal(err); se != nil {
 		return bad(http.StatusForbidden, se.Code, se.Message, nil)
+	}
+	if status, se := transportFailure(err); se != nil {
+		return bad(status, se.Code, se.Message, nil)
 	}
 	switch {
 	case errors.As(err, &up):
@@ -209,12 +221,128 @@ func Classify(err error) *Failure {
 	case errors.Is(err, context.Canceled):
 		return bad(http.StatusGone, "script_aborted", "The function run was cancelled.", nil)
 	case errors.As(err, &pe):
+		msg := fmt.Sprint(pe.Value)
+		if v, ok := pe.Value.(error); ok {
+			msg = publicText(v)
+		}
 		return bad(http.StatusInternalServerError, "script_internal_error", "The function failed with an internal error.",
-			map[string]any{"name": "panic", "message": fmt.Sprint(pe.Value)})
+			map[string]any{"name": "panic", "message": msg})
 	default:
 		return bad(http.StatusInternalServerError, "script_internal_error", "The function failed with an internal error.",
-			map[string]any{"name": "error", "message": err.Error()})
+			map[string]any{"name": "error", "message": publicText(err)})
 	}
+}
+
+// endedError is the error of a run whose own context ended (its deadline
+// passed, or it was cancelled) before it returned err: Classify answers
+// the context's end, whatever err says, so that a provider call cut short
+// by the run's deadline is the run's timeout, not the provider's.
+type endedError struct {
+	ctx error // context.DeadlineExceeded or context.Canceled
+	err error
+}
+
+func (e *endedError) Error() string   { return e.ctx.Error() + ": " + e.err.Error() }
+func (e *endedError) Unwrap() []error { return []error{e.ctx, e.err} }
+
+// runEnd returns the error of a run that returned err, with ctx the run's
+// context: err, or the context's error when the run returned none after
+// its context ended, or both (an *endedError) when it returned one.
+func runEnd(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	switch {
+	case cerr == nil:
+		return err
+	case err == nil:
+		return cerr
+	}
+	return &endedError{ctx: cerr, err: err}
+}
+
+// transportFailure returns the status and error of the proxy's answer
+// (proxy.TransportFailure) to a provider call of a run that got no
+// answer, or a nil error when err is not one: an error of Context.Proxy
+// that is already that answer (upstream_error, upstream_timeout,
+// upstream_response_too_large), or a network error (a net.Error: a
+// client's *url.Error, a dial or read error) returned as it is or
+// wrapped. A failure of our own that a client of Context.HTTPClient
+// reports (a *store.Error inside its *url.Error: the connection is gone,
+// its refresh failed) is not one, nor is a context's end (the run's, or a
+// cancellation the function made itself).
+func transportFailure(err error) (int, *store.Error) {
+	var se *store.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case proxy.CodeUpstreamError, proxy.CodeResponseTooLarge:
+			return http.StatusBadGateway, se
+		case proxy.CodeUpstreamTimeout:
+			return http.StatusGatewayTimeout, se
+		}
+		return 0, nil
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || error(ne) == context.DeadlineExceeded || errors.Is(err, context.Canceled) {
+		return 0, nil
+	}
+	tf := proxy.TransportFailure(err)
+	status, _ := proxy.HTTPStatus(tf)
+	errors.As(tf, &se)
+	return status, se
+}
+
+// publicText is the text of an error for an answer: err.Error() with the
+// request URL of each *url.Error left out (a client's errors start with
+// the method and URL of the request, which may hold what its query
+// carries), and the proxy's message in place of a network failure's
+// detail.
+func publicText(err error) string {
+	if _, se := transportFailure(err); se != nil {
+		return se.Message
+	}
+	return urlText(err, false)
+}
+
+// failureDetail is what the run's operations log entry keeps of a provider
+// call that got no answer (transportFailure), in a run's error or in the
+// error value of a panic: the error's text, with the dial error and the
+// address, and the scheme and host of each request URL but not its path
+// or query. It is "" for any other error, and for an address the policy
+// refused, whose answer says all there is to say.
+func failureDetail(err error) string {
+	var ended *endedError
+	if errors.As(err, &ended) {
+		err = ended.err // the call its deadline cut short
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		v, ok := pe.Value.(error)
+		if !ok {
+			return ""
+		}
+		err = v
+	}
+	if addressRefusal(err) != nil {
+		return ""
+	}
+	if _, se := transportFailure(err); se == nil {
+		return ""
+	}
+	return urlText(err, true)
+}
+
+// urlText is err.Error() with each *url.Error's "Method \"URL\"" cut
+// down to "Method", or to "Method scheme://host" with host.
+func urlText(err error, host bool) string {
+	s := err.Error()
+	var ue *url.Error
+	for e := err; errors.As(e, &ue) && ue.Err != nil; e = ue.Err {
+		short := ue.Op
+		if u, perr := url.Parse(ue.URL); host && perr == nil && u.Host != "" {
+			short += " " + u.Scheme + "://" + u.Host
+		}
+		s = strings.Replace(s, ue.Error(), short+": "+ue.Err.Error(), 1)
+	}
+	return s
 }
 
 // addressRefusal returns the proxy's 403 upstream_address_refused for an

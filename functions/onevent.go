@@ -9,7 +9,6 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/jobs"
-	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/store"
 )
 
@@ -159,10 +158,7 @@ func (s *Service) execOnEvent(ctx context.Context, p *prepared) error {
 	ctx, cancel := context.WithTimeout(ctx, OnEventTimeout)
 	defer cancel()
 	c := s.newContext(p, "", logID, "on-event:"+p.fn.Name)
-	err := protect(func() error { return p.rt.RunOnEvent(ctx, p.fn, c) })
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
+	err := runEnd(ctx, protect(func() error { return p.rt.RunOnEvent(ctx, p.fn, c) }))
 	if err != nil {
 		err = &RunError{Failure: Classify(err), Err: err}
 	}
@@ -187,30 +183,48 @@ func (s *Service) ValidateConnection(ctx context.Context, c *connections.Connect
 		}
 		p := &prepared{fn: f, rt: rt, conn: c}
 		if err := s.execOnEvent(ctx, p); err != nil {
-			msg := "Connection failed validation"
-			var re *RunError
-			if errors.As(err, &re) {
-				var ae *ActionError
-				if errors.As(re.Err, &ae) {
-					if m, ok := ae.Payload.(map[string]any); ok {
-						if s, ok := m["message"].(string); ok && s != "" {
-							msg = s
-						} else if s, ok := m["error"].(string); ok && s != "" {
-							msg = s
-						}
-					} else if s, ok := ae.Payload.(string); ok && s != "" {
-						msg = s
-					}
-				} else if re.Failure.Body.Error.Code == proxy.CodeAddressRefused {
-					msg = re.Failure.Body.Error.Message // not the dial error
-				} else if re.Err != nil {
-					msg = re.Err.Error()
-				}
-			}
-			return store.Invalid("connection_validation_failed", msg)
+			return store.Invalid("connection_validation_failed", validationMessage(err))
 		}
 	}
 	return nil
+}
+
+// validationMessage is the message of a connection a validate-connection
+// run refused, as Nango words it: the message (or error) of an
+// ActionError's payload; the message of another failure's payload (the
+// text of the error returned or of the panic, without request URLs); or
+// the failure's own message: the proxy's words for a provider call that
+// got no answer or that the address policy refused, never the address or
+// the dial error. Otherwise "Connection failed validation".
+func validationMessage(err error) string {
+	const fallback = "Connection failed validation"
+	var re *RunError
+	if !errors.As(err, &re) {
+		return fallback
+	}
+	var ae *ActionError
+	if errors.As(re.Err, &ae) {
+		if m, ok := ae.Payload.(map[string]any); ok {
+			if s, ok := m["message"].(string); ok && s != "" {
+				return s
+			} else if s, ok := m["error"].(string); ok && s != "" {
+				return s
+			}
+		} else if s, ok := ae.Payload.(string); ok && s != "" {
+			return s
+		}
+		return fallback
+	}
+	d := re.Failure.Body.Error
+	if p, ok := d.Payload.(map[string]any); ok {
+		if s, ok := p["message"].(string); ok && s != "" {
+			return s
+		}
+	}
+	if d.Message != "" {
+		return d.Message
+	}
+	return fallback
 }
 
 // BeforeDelete runs the pre-connection-deletion functions of the

@@ -505,10 +505,7 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 			}
 		}
 	}
-	err = protect(func() error { return p.rt.RunSync(ctx, p.fn, syncCtx, webhook) })
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
+	err = runEnd(ctx, protect(func() error { return p.rt.RunSync(ctx, p.fn, syncCtx, webhook) }))
 	s.logRun(ctx, p, logID, "sync", start, map[string]any{"run_id": r.ID, "variant": sc.Variant, "trigger": r.Trigger}, err)
 	return err
 }
@@ -662,10 +659,10 @@ func describeFailure(err error) map[string]any {
 	if f.Body.Error.Payload != nil {
 		out["payload"] = f.Body.Error.Payload
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch f.Body.Error.Code {
+	case "execution_timeout": // not a provider's timeout (upstream_timeout)
 		out["type"], out["description"] = "timeout", "The run ran past its deadline."
-	}
-	if errors.Is(err, context.Canceled) {
+	case "script_aborted":
 		out["type"], out["description"] = "cancelled", "The run was cancelled."
 	}
 	return out

@@ -409,28 +409,51 @@ func (e *sourceError) Unwrap() error { return e.err }
 func (p *Proxy) mapError(c *call, err error) error {
 	var se *store.Error
 	var mbe *http.MaxBytesError
-	var ae *AddressError
 	var src *sourceError
 	switch {
 	case errors.As(err, &src):
 		return src.err
-	case errors.As(err, &ae):
-		return AddressRefused(ae)
 	case errors.As(err, &mbe):
 		return httpapi.WithStatus(http.StatusRequestEntityTooLarge, store.Invalid("payload_too_large",
 			fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)))
 	case errors.Is(err, errResponseTooLarge):
-		return httpapi.WithStatus(http.StatusBadGateway, store.Invalid("upstream_response_too_large",
+		return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeResponseTooLarge,
 			fmt.Sprintf("The upstream response is larger than %d bytes.", p.cfg.MaxResponseBody)))
 	case errors.As(err, &se):
 		return err
 	case errors.Is(err, context.Canceled):
 		return httpapi.WithStatus(http.StatusServiceUnavailable, store.Invalid("request_cancelled", "The request was cancelled."))
-	case isTimeout(err):
-		return httpapi.WithStatus(http.StatusGatewayTimeout, store.Invalid(CodeUpstreamTimeout, "The upstream did not answer in time: could not reach the provider."))
+	}
+	return transportFailure(c, err)
+}
+
+// TransportFailure is the proxy's answer to an upstream request that got
+// no answer, for code that sends requests through the proxy's transport
+// itself (a client of Proxy.Client, a reader of an upstream body): the
+// *store.Error of AddressRefused for an address the Policy refused; 504
+// upstream_timeout for a timeout; 502 upstream_error for anything else
+// (refused or reset connections, unknown hosts, TLS failures). Its
+// message names no address, port or dial error, so that an answer cannot
+// help anyone map a network; the error's cause (store.Error.Err, for the
+// host's logs, never for an answer) holds the failure without the request
+// URL. HTTPStatus gives the status. Proxy.Do fails the same way.
+func TransportFailure(err error) error { return transportFailure(nil, err) }
+
+// transportFailure is TransportFailure, with the cause cleared of the
+// secrets the call injected.
+func transportFailure(c *call, err error) error {
+	var ae *AddressError
+	if errors.As(err, &ae) {
+		return AddressRefused(ae)
+	}
+	cause := errors.New(c.redact(describe(err)))
+	if isTimeout(err) {
+		return httpapi.WithStatus(http.StatusGatewayTimeout, &store.Error{Kind: store.ErrInvalid, Code: CodeUpstreamTimeout,
+			Message: "The upstream did not answer in time: could not reach the provider.", Err: cause})
 	}
 	// Not the dial error: it would tell an open port from a closed one.
-	return httpapi.WithStatus(http.StatusBadGateway, store.Invalid(CodeUpstreamError, "The upstream failed: could not reach the provider."))
+	return httpapi.WithStatus(http.StatusBadGateway, &store.Error{Kind: store.ErrInvalid, Code: CodeUpstreamError,
+		Message: "The upstream failed: could not reach the provider.", Err: cause})
 }
 
 // AddressRefused is the proxy's answer to a request the address policy
@@ -449,6 +472,7 @@ const (
 	CodeAddressRefused     = "upstream_address_refused"
 	CodeUpstreamError      = "upstream_error"
 	CodeUpstreamTimeout    = "upstream_timeout"
+	CodeResponseTooLarge   = "upstream_response_too_large"
 	CodeMissingBaseURL     = "missing_base_url"
 	CodeMissingConfig      = "missing_connection_config"
 	CodeInvalidConfig      = "invalid_connection_config"
@@ -499,7 +523,10 @@ type Request struct {
 // with the same credentials, retries, redirects and address policy. The
 // response is the upstream's, streamed: the caller must close its body.
 // Failures of the proxy itself are *store.Error values with the codes of
-// the HTTP route; HTTPStatus tells the status the route would answer.
+// the HTTP route; HTTPStatus tells the status the route would answer. An
+// upstream that could not be reached is the error of TransportFailure:
+// its Code and Message are fit for an answer, its Error text (with the
+// dial error in it) only for the host's logs.
 func (p *Proxy) Do(ctx context.Context, req *Request) (*http.Response, error) {
 	if req.IntegrationKey == "" || req.ConnectionID == "" {
 		return nil, store.Invalid(CodeInvalidHeaders, "IntegrationKey and ConnectionID are required.")
