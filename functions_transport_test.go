@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +27,8 @@ import (
 // in the answer of POST /action/trigger, the result of an async action
 // and its webhook, a sync's failure webhook, and the 400 of a
 // validate-connection function, over the API and over a connect session.
-// The run's operations log entry keeps the dial error. An error the
+// A provider that does not answer in time is 504 upstream_timeout. The
+// run's operations log entry keeps the dial error. An error the
 // function returns itself keeps its text.
 func TestFunctionCallsThatGetNoAnswer(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
@@ -45,6 +48,18 @@ func TestFunctionCallsThatGetNoAnswer(t *testing.T) {
 			}
 			return ""
 		}
+		// A provider that never answers: the proxy's header timeout ends
+		// the calls to it.
+		release := make(chan struct{})
+		silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(silent.Close)
+		t.Cleanup(func() { close(release) }) // first: the handlers return
+		_, silentPort, _ := net.SplitHostPort(strings.TrimPrefix(silent.URL, "http://"))
 		sdkCall := func(ctx context.Context, c *functions.Context) error {
 			resp, err := c.HTTPClient(proxy.Options{}).Get(closed + "/users?page=2")
 			if err != nil {
@@ -60,6 +75,13 @@ func TestFunctionCallsThatGetNoAnswer(t *testing.T) {
 				}),
 				functions.NewAction("fx", "proxied", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
 					_, err := c.Proxy(ctx, functions.ProxyRequest{Endpoint: "/users", BaseURLOverride: closed})
+					return nil, err
+				}),
+				functions.NewAction("fx", "slow", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
+					resp, err := c.HTTPClient(proxy.Options{}).Get(silent.URL + "/users")
+					if err == nil {
+						resp.Body.Close()
+					}
 					return nil, err
 				}),
 				functions.NewAction("fx", "plain", func(ctx context.Context, c *functions.Context, in struct{}) (any, error) {
@@ -85,7 +107,7 @@ func TestFunctionCallsThatGetNoAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		})
+		}, func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = 200 * time.Millisecond })
 		const msg = "The upstream failed: could not reach the provider."
 		// runEntry waits for the failed run entry of a function (of the
 		// log type typ) that holds the dial error, and returns it.
@@ -127,8 +149,19 @@ func TestFunctionCallsThatGetNoAnswer(t *testing.T) {
 			}
 		}
 
+		// A provider that does not answer in time: 504 upstream_timeout,
+		// not the run's own execution_timeout.
+		r := bu.mustDo(t, 504, actionReq("slow", "", nil))
+		if e := r.obj()["error"].(map[string]any); e["code"] != proxy.CodeUpstreamTimeout ||
+			e["message"] != "The upstream did not answer in time: could not reach the provider." {
+			t.Errorf("slow answered %s", r.raw)
+		}
+		if w := leaksNetworkDetail(string(r.raw), silentPort); w != "" || strings.Contains(string(r.raw), "timeout awaiting") {
+			t.Errorf("slow: the answer gives away %q: %s", w, r.raw)
+		}
+
 		// An error of the function's own keeps its text.
-		r := bu.mustDo(t, 500, actionReq("plain", "", nil))
+		r = bu.mustDo(t, 500, actionReq("plain", "", nil))
 		if p, _ := r.obj()["error"].(map[string]any)["payload"].(map[string]any); r.errCode() != "script_internal_error" ||
 			p["name"] != "error" || p["message"] != "the account is locked" {
 			t.Errorf("plain answered %s", r.raw)
