@@ -9,13 +9,16 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
+	"github.com/embedauth/connect/webhooks"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -277,6 +280,78 @@ func TestKeysSpanLines(t *testing.T) {
 			"credentials":{"type":"OAUTH2_CC","token":"t0","expires_at":"2099-01-01T00:00:00Z","client_id":"i","client_private_key":` + jsonString(jwk.String()) + `}}`})
 		if got := stored("okta", "j1"); got.ClientPrivateKey != strings.TrimSpace(jwk.String()) {
 			t.Error("a pretty-printed JWK was not stored as given")
+		}
+	})
+}
+
+// TestRefreshAnswerWithControlCharacters: a refresh whose answer sets a
+// token_response_metadata value with a control character into the
+// connection config fails like any other bad answer: 400 refresh_failed
+// naming the value's key (not its text), the failure in the connection's
+// auth error and its log entry, the failure webhook, and nothing of the
+// answer stored: neither its tokens nor the value.
+func TestRefreshAnswerWithControlCharacters(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		ob := oauthSetup(t, b)
+		tok := ob.session(t, `{"tags":{"end_user_id":"u1"}}`)
+		id := ob.mustConnect(t, ob.browser(t), "fo", tok, "")
+		before := ob.connection(t, "fo", id)
+		team := before.ConnectionConfig["team.id"]
+		if team == nil || before.Credentials.AccessToken == "" || before.Credentials.RefreshToken == "" {
+			t.Fatalf("the connection before the refresh: config %v, credentials %+v", before.ConnectionConfig, before.Credentials)
+		}
+
+		ob.prov.set(func(p *oauthProvider) { p.teamID = "T9\r\nX-Injected: 1" })
+		r := ob.mustDo(t, 400, req{method: "GET", path: "/connections/" + id + "?provider_config_key=fo&force_refresh=true"})
+		msg, _ := r.obj()["error"].(map[string]any)["message"].(string)
+		if r.errCode() != connections.CodeRefreshFailed || !strings.Contains(msg, "connection config team.id") ||
+			!strings.Contains(msg, "control character") || strings.Contains(string(r.raw), "X-Injected") {
+			t.Errorf("the refresh answered %s", r.raw)
+		}
+		if calls := ob.prov.tokenCalls(); len(calls) != 2 || calls[1].Get("grant_type") != "refresh_token" {
+			t.Errorf("the provider got the token requests %v, want the code's and the refresh's", calls)
+		}
+
+		// Nothing stored but the failure.
+		after := ob.connection(t, "fo", id)
+		if after.ConnectionConfig["team.id"] != team || after.Credentials.AccessToken != before.Credentials.AccessToken ||
+			after.Credentials.RefreshToken != before.Credentials.RefreshToken {
+			t.Errorf("after the refused answer: team.id %v (was %v), tokens %q %q (were %q %q)", after.ConnectionConfig["team.id"], team,
+				after.Credentials.AccessToken, after.Credentials.RefreshToken, before.Credentials.AccessToken, before.Credentials.RefreshToken)
+		}
+		logID, _ := r.obj()["error"].(map[string]any)["payload"].(map[string]any)["log_id"].(string)
+		if after.LastRefreshFailure == nil || after.RefreshAttempts != 1 || len(after.Errors) != 1 ||
+			after.Errors[0] != (connections.Error{Type: "auth", LogID: logID}) || logID == "" {
+			t.Errorf("the failure is not recorded: last failure %v, attempts %d, errors %v, log id %q",
+				after.LastRefreshFailure, after.RefreshAttempts, after.Errors, logID)
+		}
+		logs, err := ob.svc.ListLogs(t.Context(), oplog.Filter{EnvironmentID: ob.env.ID, Type: "auth", ConnectionID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entry *oplog.Entry
+		for _, e := range logs {
+			if e.ID == logID {
+				entry = e
+			}
+		}
+		if entry == nil || entry.Operation != "refresh" || entry.Status != oplog.StatusFailure ||
+			!strings.Contains(fmt.Sprint(entry.Meta["error_description"]), "team.id") {
+			t.Errorf("the failure's log entry: %+v", entry)
+		}
+		if b, _ := json.Marshal(entry); strings.Contains(string(b), "X-Injected") {
+			t.Errorf("the log entry holds the refused value: %s", b)
+		}
+		var failed []*webhooks.AuthPayload
+		for _, p := range authEvents(ob.events) {
+			if p.Operation == webhooks.OperationRefresh && !p.Success {
+				failed = append(failed, p)
+			}
+		}
+		if len(failed) != 1 || failed[0].Error == nil || failed[0].Error.Type != connections.CodeRefreshFailed ||
+			!strings.Contains(failed[0].Error.Description, "team.id") || strings.Contains(failed[0].Error.Description, "X-Injected") {
+			t.Errorf("refresh failure webhooks: %+v", failed)
 		}
 	})
 }

@@ -161,7 +161,9 @@ func NewRefreshHTTPClient(timeout time.Duration, policy egress.Policy) *http.Cli
 // it. It never holds a token or a client secret.
 type RefreshError struct {
 	// Status is the HTTP status of the provider's answer; 0 when there was
-	// none (network error, timeout, a template that could not be filled).
+	// none (network error, timeout, a template that could not be filled),
+	// or when a successful answer cannot be stored (a value with a control
+	// character).
 	Status int
 	// Code is the provider's error code, such as invalid_grant; empty when
 	// it sent none. When the provider could not be called (Status 0) it is
@@ -467,6 +469,9 @@ func (r *refresher) locked(ctx context.Context, envID int64, key, id string, see
 			}
 		}
 		tr, perr := r.call(ctx, p, cur, grant)
+		if perr == nil {
+			perr = unstorableAnswer(p, cur, tr, grant, now)
+		}
 		if perr != nil {
 			failure, err = r.recordFailure(ctx, cur, grant, force, perr)
 			return err
@@ -770,13 +775,11 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 		c.Errors = withoutAuthErrors(c.Errors)
 		c.LastRefreshFailure = nil
 		c.RefreshAttempts = 0
-		for _, path := range p.TokenResponseMetadata {
-			if v, ok := lookupPath(tr.Raw, path); ok {
-				if c.ConnectionConfig == nil {
-					c.ConnectionConfig = map[string]any{}
-				}
-				c.ConnectionConfig[path] = v
+		if md := responseMetadata(p, tr); len(md) > 0 {
+			if c.ConnectionConfig == nil {
+				c.ConnectionConfig = map[string]any{}
 			}
+			maps.Copy(c.ConnectionConfig, md)
 		}
 		return nil
 	})
@@ -792,6 +795,33 @@ func (r *refresher) recordSuccess(ctx context.Context, cur *Connection, p *integ
 		return nil, err
 	}
 	return out, nil
+}
+
+// responseMetadata returns the values of the provider's
+// token_response_metadata paths that the token response holds, keyed by
+// path: the connection config values a refresh sets.
+func responseMetadata(p *integrations.Provider, tr *TokenResponse) map[string]any {
+	md := map[string]any{}
+	for _, path := range p.TokenResponseMetadata {
+		if v, ok := lookupPath(tr.Raw, path); ok {
+			md[path] = v
+		}
+	}
+	return md
+}
+
+// unstorableAnswer returns the *RefreshError of a token response that
+// cannot be stored, as a connect refuses one (providerAnswerProblem): the
+// credentials it makes, or a connection config value it sets
+// (token_response_metadata), with a control character that would fail
+// every request it is sent with. The refresh fails like any other bad
+// answer, and nothing of it is stored. nil when it can be stored.
+func unstorableAnswer(p *integrations.Provider, cur *Connection, tr *TokenResponse, grant string, now time.Time) error {
+	problem := providerAnswerProblem(mergeTokens(cur.Credentials, tr, grant, now), responseMetadata(p, tr))
+	if problem == "" {
+		return nil
+	}
+	return &RefreshError{Description: "the token response cannot be stored: " + problem}
 }
 
 // mergeTokens returns old with the token response applied. A response
