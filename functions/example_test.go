@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/embedauth/connect"
@@ -90,6 +93,22 @@ func ExampleActionError() {
 	body, _ := json.Marshal(f.Body)
 	fmt.Println(f.Status, string(body))
 	// Output: 500 {"error":{"message":"The action script failed with a runtime error","code":"action_script_runtime_error","payload":{"type":"not_found","message":"User not found","user_id":"u-7"}}}
+}
+
+// A provider call that gets no answer is answered as the proxy answers
+// it, whether it went through Context.Proxy or a client of
+// Context.HTTPClient: the answer names neither the address nor the dial
+// error, which the run's operations log entry keeps (Meta
+// "error_detail").
+func ExampleClassify_providerUnreachable() {
+	// What a client of Context.HTTPClient returns when nothing listens at
+	// the provider's address, wrapped by the function.
+	err := &url.Error{Op: "Get", URL: "http://10.0.0.5:8080/users", Err: &net.OpError{Op: "dial", Net: "tcp",
+		Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 8080}, Err: syscall.ECONNREFUSED}}
+	f := functions.Classify(fmt.Errorf("list the users: %w", err))
+	body, _ := json.Marshal(f.Body)
+	fmt.Println(f.Status, string(body))
+	// Output: 502 {"error":{"message":"The upstream failed: could not reach the provider.","code":"upstream_error"}}
 }
 
 // A sync that checkpoints after each page: it saves the page's records,
