@@ -229,7 +229,9 @@ func TestRunContextPaginatePages(t *testing.T) {
 		}
 		f := setupFunctionsAPI(t, b, func(svc *connect.Service) {
 			err := svc.Functions().Register(functions.NewAction("fx", "pages",
-				func(ctx context.Context, c *functions.Context, in struct{ From any }) (map[string]any, error) {
+				func(ctx context.Context, c *functions.Context, in struct {
+					From any `json:",omitempty"` // absent on the first call: start at the first page
+				}) (map[string]any, error) {
 					var ids, next []any
 					p := &integrations.Paginate{Type: integrations.PaginateLink, LinkRelInResponseHeader: "next"}
 					for page, err := range c.PaginatePages(ctx, functions.ProxyRequest{Endpoint: "/items", Params: url.Values{"page": {"1"}}}, p, in.From) {
