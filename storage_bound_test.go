@@ -1,7 +1,6 @@
 package connect_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -148,16 +147,7 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 
 		// The application takes them: each new forward deletes the oldest
 		// delivered ones.
-		if err := bu.svc.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := bu.svc.Stop(ctx); err != nil {
-				t.Errorf("stop: %v", err)
-			}
-		})
+		bu.start(t)
 		bu.settle(t, 2*accepted)
 		const more = 20 // 2.5 times the quota
 		for i := range more {

@@ -129,22 +129,12 @@ func (s *Store) DeleteLogsBefore(ctx context.Context, before time.Time, limit in
 		return 0, err
 	}
 	defer unlock()
-	var old []*oplog.Entry
-	for _, e := range s.d.logs {
-		if e.CreatedAt.Before(before) {
-			old = append(old, e)
-		}
-	}
+	old := oldestFirst(slices.Values(s.d.logs), limit, func(e *oplog.Entry) (time.Time, string, bool) {
+		return e.CreatedAt, e.ID, e.CreatedAt.Before(before)
+	})
 	if len(old) == 0 {
 		return 0, nil
 	}
-	slices.SortFunc(old, func(a, b *oplog.Entry) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	old = old[:min(limit, len(old))]
 	gone := make(map[string]struct{}, len(old))
 	for _, e := range old {
 		gone[e.ID] = struct{}{}

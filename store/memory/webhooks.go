@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -261,19 +262,9 @@ func (s *Store) DeleteDeliveriesBefore(ctx context.Context, before time.Time, li
 		return 0, err
 	}
 	defer unlock()
-	var old []*webhooks.Delivery
-	for _, d := range s.d.deliveries {
-		if d.Status != webhooks.StatusPending && d.UpdatedAt.Before(before) {
-			old = append(old, d)
-		}
-	}
-	slices.SortFunc(old, func(a, b *webhooks.Delivery) int {
-		if c := a.UpdatedAt.Compare(b.UpdatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
+	old := oldestFirst(maps.Values(s.d.deliveries), limit, func(d *webhooks.Delivery) (time.Time, string, bool) {
+		return d.UpdatedAt, d.ID, d.Status != webhooks.StatusPending && d.UpdatedAt.Before(before)
 	})
-	old = old[:min(limit, len(old))]
 	for _, d := range old {
 		delete(s.d.deliveries, d.ID)
 	}

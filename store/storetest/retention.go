@@ -35,6 +35,18 @@ func finishedDelivery(env int64, id, status, typ, key string, created, updated i
 	return d
 }
 
+// wantDeleted returns a check of what a deletion returned:
+// wantDeleted(t, what, want)(s.DeleteLogsBefore(...)).
+func wantDeleted(t *testing.T, what string, want int) func(int, error) {
+	return func(n int, err error) {
+		t.Helper()
+		must(t, err)
+		if n != want {
+			t.Errorf("%s deleted %d, want %d", what, n, want)
+		}
+	}
+}
+
 // deliveryIDs lists the IDs of every delivery, sorted.
 func deliveryIDs(t *testing.T, s Store) []string {
 	t.Helper()
@@ -68,43 +80,23 @@ func testDeleteDeliveriesBefore(t *testing.T, s Store) {
 	))
 	all := deliveryIDs(t, s)
 
-	n, err := s.DeleteDeliveriesBefore(ctx, at(50), 0)
-	must(t, err)
-	if n != 0 {
-		t.Errorf("a limit of 0 deleted %d", n)
-	}
+	wantDeleted(t, "a limit of 0", 0)(s.DeleteDeliveriesBefore(ctx, at(50), 0))
 	diff(t, "deliveries after a limit of 0", all, deliveryIDs(t, s))
 
-	n, err = s.DeleteDeliveriesBefore(ctx, at(50), 2)
-	must(t, err)
-	if n != 2 {
-		t.Errorf("deleted %d, want 2", n)
-	}
+	wantDeleted(t, "a limit of 2", 2)(s.DeleteDeliveriesBefore(ctx, at(50), 2))
 	diff(t, "deliveries after the 2 oldest", []string{"delivered-50", "delivered-90", "forward-30", "pending-5"}, deliveryIDs(t, s))
-	_, err = s.GetDelivery(ctx, "delivered-10")
+	_, err := s.GetDelivery(ctx, "delivered-10")
 	wantErr(t, "GetDelivery(deleted)", err, store.ErrNotFound)
 
-	n, err = s.DeleteDeliveriesBefore(ctx, at(50), 100)
-	must(t, err)
-	if n != 1 {
-		t.Errorf("deleted %d, want 1", n)
-	}
-	n, err = s.DeleteDeliveriesBefore(ctx, at(50), 100)
-	must(t, err)
-	if n != 0 {
-		t.Errorf("deleted %d again, want 0", n)
-	}
+	wantDeleted(t, "the rest", 1)(s.DeleteDeliveriesBefore(ctx, at(50), 100))
+	wantDeleted(t, "a second pass", 0)(s.DeleteDeliveriesBefore(ctx, at(50), 100))
 	diff(t, "deliveries left", []string{"delivered-50", "delivered-90", "pending-5"}, deliveryIDs(t, s))
 
 	// A delivery made pending again (resent) is not deleted, however old
 	// its previous final state.
 	_, err = s.RequeueDelivery(ctx, "delivered-50", at(60))
 	must(t, err)
-	n, err = s.DeleteDeliveriesBefore(ctx, at(1000), 100)
-	must(t, err)
-	if n != 1 {
-		t.Errorf("deleted %d of the rest, want 1 (delivered-90)", n)
-	}
+	wantDeleted(t, "a later limit", 1)(s.DeleteDeliveriesBefore(ctx, at(1000), 100))
 	diff(t, "pending deliveries stay", []string{"delivered-50", "pending-5"}, deliveryIDs(t, s))
 }
 
@@ -128,22 +120,10 @@ func testDeleteLogsBefore(t *testing.T, s Store) {
 		}
 		return out
 	}
-	n, err := s.DeleteLogsBefore(ctx, at(30), 0)
-	must(t, err)
-	if n != 0 {
-		t.Errorf("a limit of 0 deleted %d", n)
-	}
-	n, err = s.DeleteLogsBefore(ctx, at(30), 2)
-	must(t, err)
-	if n != 2 {
-		t.Errorf("deleted %d, want 2", n)
-	}
+	wantDeleted(t, "a limit of 0", 0)(s.DeleteLogsBefore(ctx, at(30), 0))
+	wantDeleted(t, "a limit of 2", 2)(s.DeleteLogsBefore(ctx, at(30), 2))
 	diff(t, "entries after the 2 oldest", []string{"e4", "e3", "e2"}, ids())
-	n, err = s.DeleteLogsBefore(ctx, at(30), 100)
-	must(t, err)
-	if n != 1 {
-		t.Errorf("deleted %d, want 1", n)
-	}
+	wantDeleted(t, "the rest", 1)(s.DeleteLogsBefore(ctx, at(30), 100))
 	// e3 was written at the limit: kept.
 	diff(t, "entries left", []string{"e4", "e3"}, ids())
 	// A deleted entry's ID is free again.
@@ -221,11 +201,7 @@ func testTrimForwards(t *testing.T, s Store) {
 	}
 
 	// Retention takes deleted forwards off the total.
-	n, err := s.DeleteDeliveriesBefore(ctx, at(1000), 100)
-	must(t, err)
-	if n != 3 {
-		t.Errorf("retention deleted %d, want 3", n)
-	}
+	wantDeleted(t, "retention", 3)(s.DeleteDeliveriesBefore(ctx, at(1000), 100))
 	if n := forwardTotal(t, ctx, s, env.ID, "zendesk"); n != 0 {
 		t.Errorf("after retention: total %d, want 0", n)
 	}
