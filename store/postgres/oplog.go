@@ -175,14 +175,16 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 }
 
 // qDeleteLogsBefore deletes the oldest entries, through the index on
-// created_at (migration 016), skipping rows another transaction holds.
+// created_at (migration 016), skipping rows another transaction holds, by
+// id = ANY(array): a lookup in the primary key whatever the statistics say
+// (a join with the rows picked may be planned as a scan of the table).
 var qDeleteLogsBefore = newQuery(`
-	WITH picked AS (
+	DELETE FROM {s}.operations_log
+	WHERE id = ANY(ARRAY(
 		SELECT id FROM {s}.operations_log WHERE created_at < $1
 		ORDER BY created_at
 		LIMIT $2
-		FOR UPDATE SKIP LOCKED)
-	DELETE FROM {s}.operations_log l USING picked WHERE l.id = picked.id`)
+		FOR UPDATE SKIP LOCKED))`)
 
 // DeleteLogsBefore deletes up to limit entries whose CreatedAt is before
 // before, the oldest first, in one statement, and returns how many.

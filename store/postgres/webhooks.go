@@ -538,18 +538,20 @@ var (
 	// qDeleteDeliveriesBefore deletes finished deliveries by the time of
 	// their final state, through their index (migration 016), skipping
 	// rows that another transaction holds, and takes the bodies of forward
-	// deliveries off their integration's usage.
+	// deliveries off their integration's usage. The rows picked are
+	// deleted by id = ANY(array), a lookup in the primary key whatever the
+	// statistics say; a join with them may be planned as a scan of the
+	// whole table.
 	qDeleteDeliveriesBefore = newQuery(`
-	WITH picked AS (
-		SELECT id FROM {s}.webhook_deliveries
-		WHERE status <> 'pending' AND updated_at < $1
-		ORDER BY updated_at
-		LIMIT $2
-		FOR UPDATE SKIP LOCKED),
-	gone AS (
-		DELETE FROM {s}.webhook_deliveries d USING picked
-		WHERE d.id = picked.id AND d.status <> 'pending'
-		RETURNING d.environment_id, d.integration_key, d.type, octet_length(d.body) AS n),
+	WITH gone AS (
+		DELETE FROM {s}.webhook_deliveries
+		WHERE id = ANY(ARRAY(
+			SELECT id FROM {s}.webhook_deliveries
+			WHERE status <> 'pending' AND updated_at < $1
+			ORDER BY updated_at
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED))
+		RETURNING environment_id, integration_key, type, octet_length(body) AS n),
 	usage AS (
 		UPDATE {s}.webhook_forward_usage u SET bytes = u.bytes - f.n
 		FROM (SELECT environment_id, integration_key, sum(n) AS n FROM gone WHERE type = 'forward'
@@ -566,6 +568,7 @@ var (
 	// of an integration (skipping rows that another transaction holds),
 	// the oldest ones until their bodies total at least $3 bytes, takes
 	// them off the usage, and returns how many it deleted and their bytes.
+	// It deletes by id = ANY(array), as qDeleteDeliveriesBefore does.
 	qTrimForwards = newQuery(`
 	WITH cand AS (
 		SELECT id, n, sum(n) OVER (ORDER BY created_at, id) AS run FROM (
@@ -575,9 +578,9 @@ var (
 			LIMIT $4
 			FOR UPDATE SKIP LOCKED) c),
 	gone AS (
-		DELETE FROM {s}.webhook_deliveries d USING cand
-		WHERE d.id = cand.id AND cand.run - cand.n < $3
-		RETURNING octet_length(d.body) AS n),
+		DELETE FROM {s}.webhook_deliveries
+		WHERE id = ANY(ARRAY(SELECT id FROM cand WHERE run - n < $3))
+		RETURNING octet_length(body) AS n),
 	usage AS (
 		UPDATE {s}.webhook_forward_usage SET bytes = bytes - (SELECT coalesce(sum(n), 0) FROM gone)
 		WHERE environment_id = $1 AND integration_key = $2)
