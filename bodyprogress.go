@@ -36,8 +36,9 @@ const (
 // headers.
 //
 // It sets the connection's read deadline before each read of the body
-// (http.ResponseController.SetReadDeadline) and clears it when the body
-// ends, so it must wrap the handler that the http.Server calls (or be
+// (http.ResponseController.SetReadDeadline), and no more once the body has
+// ended (the server then clears it), so it must wrap the handler that the
+// http.Server calls (or be
 // reached through ResponseWriters that unwrap to it); where the
 // ResponseWriter cannot set deadlines, bodies are read without them.
 // Mount it around Service.Handler (or any of its handlers) in a host's

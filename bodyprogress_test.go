@@ -110,7 +110,9 @@ func TestRequireBodyProgressCutsOffStalledBody(t *testing.T) {
 func TestRequireBodyProgressCutsOffTrickle(t *testing.T) {
 	t.Parallel()
 	errs := make(chan error, 1)
-	srv := bodyServer(t, 100*time.Millisecond, 1024, readAllBody(errs))
+	// A byte every 20 ms, each far within the window of a second: only
+	// the minimum per window (1 KiB) cuts it off.
+	srv := bodyServer(t, time.Second, 1024, readAllBody(errs))
 	conn := startSlowPost(t, srv, "/", 1<<20)
 	stop := make(chan struct{})
 	var sent atomic.Int64
@@ -140,8 +142,9 @@ func TestRequireBodyProgressCutsOffTrickle(t *testing.T) {
 }
 
 // TestRequireBodyProgressCountsOnlyWaiting: a handler may read a body
-// slowly, pausing for longer than the window, and a body that keeps
-// coming is read to its end.
+// slowly, pausing for longer than the window, a body that keeps coming is
+// read to its end, and the handler may then work for longer than the
+// window.
 func TestRequireBodyProgressCountsOnlyWaiting(t *testing.T) {
 	t.Parallel()
 	const window = time.Second
@@ -157,6 +160,18 @@ func TestRequireBodyProgressCountsOnlyWaiting(t *testing.T) {
 		n, err := io.Copy(io.Discard, r.Body)
 		if err == nil && n != size/2 {
 			err = fmt.Errorf("read %d bytes of the second half", n)
+		}
+		if err == nil {
+			// Once the body is read (a read past its end included), the
+			// handler may work on for longer than the window: the
+			// request stays alive.
+			if n, rerr := r.Body.Read(make([]byte, 1)); n != 0 || rerr != io.EOF {
+				err = fmt.Errorf("read past the end: %d, %v", n, rerr)
+			}
+			<-time.After(3 * window)
+			if err == nil {
+				err = r.Context().Err()
+			}
 		}
 		errs <- err
 		fmt.Fprint(w, "ok")

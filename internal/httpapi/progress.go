@@ -101,12 +101,12 @@ func (b *progressBody) Read(p []byte) (int, error) {
 		b.got, b.waited = 0, 0
 	}
 	if errors.Is(err, io.EOF) {
-		// The body is complete: clear the deadline before it cuts the
-		// server's read that watches the idle connection for the client
-		// going away, which would cancel the request's context while the
-		// handler still works (a proxied call, say).
+		// The body is complete. The server clears the deadline and
+		// starts its read that watches the idle connection for the
+		// client going away; a deadline set now would cut that read and
+		// cancel the request's context while the handler still works (a
+		// proxied call, say).
 		b.off.Store(true)
-		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
 }
