@@ -268,3 +268,19 @@ func TestRequireBodyProgressThroughProxy(t *testing.T) {
 		t.Errorf("answer to a stalled API body: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestRequireBodyProgressUnreadBody: a handler that answers without reading
+// the body leaves the server to read the rest before it reuses the
+// connection; a client that stopped sending is cut off there too.
+func TestRequireBodyProgressUnreadBody(t *testing.T) {
+	t.Parallel()
+	srv := bodyServer(t, 100*time.Millisecond, 1024, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refused before the body", http.StatusForbidden)
+	})
+	// Small enough for the server to try to read the rest (up to 256 KiB).
+	conn := startSlowPost(t, srv, "/", 4096)
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(waitClosed(t, conn))), nil)
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("answer: %v, %v", resp, err)
+	}
+}

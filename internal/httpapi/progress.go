@@ -30,6 +30,11 @@ func RequireBodyProgress(h http.Handler, window time.Duration, minBytes int64) h
 		r = r.WithContext(context.WithValue(r.Context(), progressKey{}, b))
 		r.Body = b
 		h.ServeHTTP(w, r)
+		// A handler that answered without reading the body to its end
+		// (a refusal before the body, an unknown route) leaves the server
+		// to read the rest before it reuses the connection: within a
+		// window too, or a client that stopped sending holds it there.
+		b.stop()
 	})
 }
 
@@ -111,13 +116,18 @@ func (b *progressBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the body. Unless the body ended, it leaves a deadline one
+// Close closes the body and stops the deadlines (see stop).
+func (b *progressBody) Close() error {
+	b.stop()
+	return b.body.Close()
+}
+
+// stop ends the deadlines of reads. Unless the body ended, it leaves one a
 // window away: the server reads the rest of an unread body (up to 256 KiB)
 // before it reuses the connection, and a client that stopped sending is cut
 // off there too.
-func (b *progressBody) Close() error {
+func (b *progressBody) stop() {
 	if b.off.CompareAndSwap(false, true) {
 		_ = b.rc.SetReadDeadline(time.Now().Add(b.window))
 	}
-	return b.body.Close()
 }
