@@ -186,3 +186,23 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestIncomingWebhooksConfig: limits that cannot work are refused by New.
+func TestIncomingWebhooksConfig(t *testing.T) {
+	t.Parallel()
+	for _, c := range []connect.IncomingWebhooksConfig{
+		{MaxBody: -1},
+		{MaxBody: 1 << 20, StorageQuota: 4<<20 - 1},
+		{StorageQuota: 1 << 20}, // under four times the default MaxBody
+	} {
+		_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c})
+		if err == nil || !strings.Contains(err.Error(), "IncomingWebhooks") {
+			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
+		}
+	}
+	for _, c := range []connect.IncomingWebhooksConfig{{}, {MaxBody: 1000, StorageQuota: 4000}, {StorageQuota: -1}} {
+		if _, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c}); err != nil {
+			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
+		}
+	}
+}
