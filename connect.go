@@ -319,10 +319,10 @@ type IncomingWebhooksConfig struct {
 	// delivered or failed forwards, before their retention period; when
 	// the pending ones alone fill it (the application has not accepted
 	// them), an incoming webhook that no signature verified is refused
-	// with 429 webhook_storage_full and nothing is stored (a verified one
-	// is stored regardless: only the provider can send it). Defaults to
-	// webhooks.DefaultForwardQuota (256 MiB); it must be at least four
-	// times MaxBody; negative disables the quota.
+	// with 429 webhook_storage_full and no forward of it is stored (a
+	// verified one is stored regardless: only the provider can send it).
+	// Defaults to webhooks.DefaultForwardQuota (256 MiB); it must be at
+	// least four times MaxBody; negative disables the quota.
 	StorageQuota int64
 }
 

@@ -31,11 +31,12 @@ import (
 const IncomingPattern = "POST /webhook/{environment}/{integration}"
 
 // DefaultIncomingMaxBody is the default limit of an incoming webhook body:
-// 1 MiB. Providers send event notifications, small JSON documents (a few
-// KiB; HubSpot's batches of up to 100 events, the largest routinely sent,
-// stay far below it), and what a provider that does not sign sends may come
-// from anyone: the limit is the most one such request can make the Service
-// store per destination.
+// 1 MiB. Providers send event notifications, JSON documents of a few KiB
+// (HubSpot, which batches up to 100 events in one request, stays in the tens
+// of KiB), and what a provider that does not sign sends may come from
+// anyone: the limit is the most one such request can make the Service store
+// per destination. GitHub documents payloads of up to 25 MB (a push of many
+// commits); a host that forwards those raises the limit.
 const DefaultIncomingMaxBody = 1 << 20
 
 // DefaultForwardQuota is the default IncomingConfig.MaxForward: 256 MiB of
