@@ -291,11 +291,72 @@ type Config struct {
 	// RefreshThreshold), so that connections nobody reads stay valid and
 	// their refresh tokens stay in use (a token that lives shorter than
 	// that window is refreshed once per window, not at every sweep; see
-	// connections.SweepDue), and it deletes expired connect
-	// sessions and OAuth flows. Several instances may sweep at once: each
+	// connections.SweepDue), it deletes expired connect
+	// sessions and OAuth flows, and it queues the retention job (see
+	// Retention). Several instances may sweep at once: each
 	// token is still refreshed once. Defaults to 5 minutes; negative
 	// disables the sweeps (call Sweep yourself).
 	MaintenanceInterval time.Duration
+
+	// Retention says how long finished webhook deliveries (30 days by
+	// default) and operations log entries (15 days) are kept. See
+	// RetentionConfig.
+	Retention RetentionConfig
+
+	// IncomingWebhooks bounds what providers' webhooks
+	// (POST /webhook/{environment}/{integration}) may store: the size of
+	// a body and each integration's storage quota of forwarded webhooks.
+	// See IncomingWebhooksConfig.
+	IncomingWebhooks IncomingWebhooksConfig
+}
+
+// IncomingWebhooksConfig bounds what the unauthenticated route of providers'
+// webhooks stores. The route of an integration whose provider does not sign
+// its webhooks accepts deliveries from anyone who knows its URL (the
+// environment's name and the integration's key), so these bounds are what
+// stands between an anonymous flood and the database: whatever is sent,
+// the forwards stored for such an integration hold at most StorageQuota
+// bytes of bodies. The operations log gets an entry of a few hundred bytes
+// (never the body) per accepted delivery, and per delivery attempt of its
+// forwards, kept for Retention.Logs; refusals of unverified deliveries are
+// logged at most once a minute per integration and reason; the rate limit
+// (RateLimitRequests per RateLimitWindow and account, counted apart from
+// the API's) bounds how many deliveries are accepted.
+type IncomingWebhooksConfig struct {
+	// MaxBody limits the body of an incoming webhook: a larger one is
+	// refused with 413 payload_too_large, before anything is stored or
+	// logged. Defaults to webhooks.DefaultIncomingMaxBody (1 MiB).
+	MaxBody int64
+	// StorageQuota bounds, per integration, the bytes of the bodies of
+	// the forward webhooks (one per destination URL) that the outbox
+	// holds, pending, delivered or failed. Storing a forward that takes
+	// an integration past it first deletes that integration's oldest
+	// delivered or failed forwards, before their retention period; when
+	// the pending ones alone fill it (the application has not accepted
+	// them), an incoming webhook that no signature verified is refused
+	// with 429 webhook_storage_full and no forward of it is stored (a
+	// verified one is stored regardless: only the provider can send it).
+	// Defaults to webhooks.DefaultForwardQuota (256 MiB); it must be at
+	// least four times MaxBody; negative disables the quota.
+	StorageQuota int64
+}
+
+// withDefaults fills the zero fields of c and checks it.
+func (c IncomingWebhooksConfig) withDefaults() (IncomingWebhooksConfig, error) {
+	if c.MaxBody < 0 {
+		return c, errors.New("connect: Config.IncomingWebhooks.MaxBody must not be negative")
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = webhooks.DefaultIncomingMaxBody
+	}
+	if c.StorageQuota == 0 {
+		c.StorageQuota = webhooks.DefaultForwardQuota
+	}
+	if c.StorageQuota > 0 && c.StorageQuota/4 < c.MaxBody {
+		return c, fmt.Errorf("connect: Config.IncomingWebhooks.StorageQuota (%d bytes) must be at least four times MaxBody (%d bytes), or negative to disable it",
+			c.StorageQuota, c.MaxBody)
+	}
+	return c, nil
 }
 
 // FunctionsConfig tunes the functions of a Service (Service.Functions).
@@ -477,6 +538,13 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxImportBody == 0 {
 		cfg.MaxImportBody = connections.DefaultMaxImportBody
 	}
+	if err := checkRetention(cfg.Retention); err != nil {
+		return nil, err
+	}
+	cfg.Retention = cfg.Retention.withDefaults()
+	if cfg.IncomingWebhooks, err = cfg.IncomingWebhooks.withDefaults(); err != nil {
+		return nil, err
+	}
 	if cfg.ConnectUI.APIURL == "" {
 		cfg.ConnectUI.APIURL = cfg.PublicURL
 	}
@@ -552,6 +620,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if err := s.functions.RegisterJobs(s.scheduler); err != nil {
 		return nil, fmt.Errorf("connect: register the jobs of functions: %w", err)
+	}
+	if err := s.scheduler.Register(RetentionJobKind, s.handleRetentionJob); err != nil {
+		return nil, fmt.Errorf("connect: register the retention job: %w", err)
 	}
 	s.connections.SetHooks(s.functions)
 	s.sessions, err = connections.NewSessions(s.connections, connections.SessionsConfig{
@@ -706,7 +777,9 @@ type SweepResult struct {
 // within plus RefreshThreshold (the window) and has at most half of its
 // lifetime left, unless it was obtained less than one window ago
 // (connections.SweepDue), and deletes expired connect sessions and OAuth
-// flows, and the changes of the Store's change feed older than an hour.
+// flows, and the changes of the Store's change feed older than an hour. It
+// also queues the retention job (RetentionJobKind, see Retain), which the
+// Scheduler runs on one instance.
 func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult, error) {
 	var res SweepResult
 	var err error
@@ -731,6 +804,9 @@ func (s *Service) Sweep(ctx context.Context, within time.Duration) (SweepResult,
 		if err != nil {
 			return res, fmt.Errorf("connect: pruning the change feed: %w", err)
 		}
+	}
+	if err := s.queueRetention(ctx); err != nil {
+		return res, fmt.Errorf("connect: queueing the retention job: %w", err)
 	}
 	return res, nil
 }
@@ -983,6 +1059,9 @@ func (s *Service) incomingHandler() http.Handler {
 		Limiter:    s.limiter,
 		PublicURL:  s.cfg.PublicURL,
 		Now:        s.cfg.Now,
+		MaxBody:    s.cfg.IncomingWebhooks.MaxBody,
+		Forwards:   s.store,
+		MaxForward: s.cfg.IncomingWebhooks.StorageQuota,
 	})
 }
 

@@ -56,6 +56,18 @@
 // inside the host's database. Both pass the conformance suite of
 // store/storetest, which a host can run against a Store of its own.
 //
+// # Bounded storage
+//
+// What the Service keeps stays bounded. Delivered and failed webhook
+// deliveries are deleted 30 days after their final state, and operations
+// log entries after 15 days ([Config.Retention], applied by
+// [Service.Retain] as a job that each maintenance sweep queues). Providers'
+// webhooks, which for providers that do not sign them anyone may send, are
+// limited to 1 MiB a body, and the forwards each integration stores to 256
+// MiB of bodies ([Config.IncomingWebhooks]). [RequireBodyProgress] cuts off
+// clients that send a request body too slowly, without bounding how long a
+// steadily sent body (through the proxy, say) may take.
+//
 // # Webhooks
 //
 // Events (a connection created, a refresh failed, a provider's webhook

@@ -140,6 +140,21 @@ func setupPolicy(t testing.TB, b *backend, loopback bool, mutate ...func(*connec
 	return &bundle{svc: svc, srv: srv, env: env, key: key, b: b, now: clock}
 }
 
+// start starts the bundle's Service and stops it when the test ends.
+func (bu *bundle) start(t testing.TB) {
+	t.Helper()
+	if err := bu.svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := bu.svc.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+}
+
 type response struct {
 	status int
 	header http.Header

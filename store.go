@@ -24,6 +24,11 @@ type Store interface {
 	oplog.Store
 	webhooks.Store
 	webhooks.Requeuer
+	// The Pruners delete what retention and the storage quota of
+	// forwarded webhooks no longer keep (Service.Retain,
+	// Config.IncomingWebhooks).
+	oplog.Pruner
+	webhooks.Pruner
 	// SealedValues tells which encryption keys the sealed values need
 	// (Service.CheckEncryptionKeys) and re-seals them
 	// (Service.ReencryptSecrets).

@@ -124,16 +124,7 @@ func hookSetup(t *testing.T, b *backend, urls []string, mutate ...func(*connect.
 	if _, err := bu.svc.Environments().Update(t.Context(), bu.env.ID, environments.UpdateInput{WebhookURLs: &urls, WebhookSigningKey: &key}); err != nil {
 		t.Fatal(err)
 	}
-	if err := bu.svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := bu.svc.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	bu.start(t)
 	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"gh"}`})
 	for _, id := range []string{"c1", "c2"} {
 		bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"gh","connection_id":"` + id + `","access_token":"at","no_expiration":true}`})

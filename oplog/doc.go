@@ -2,5 +2,6 @@
 // operation, auth event and webhook delivery attempt. Entries have random ids
 // (the log_id that connection errors point at), are listed newest first with
 // filters, and never hold secrets: callers put only identifiers, statuses and
-// short messages in them.
+// short messages in them. Entries are deleted by age ([Pruner]; 15 days by
+// default, see connect.RetentionConfig).
 package oplog

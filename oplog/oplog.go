@@ -58,3 +58,12 @@ type Store interface {
 	// ListLogs returns matching entries, newest first.
 	ListLogs(ctx context.Context, f Filter) ([]*Entry, error)
 }
+
+// Pruner is the part of a Store that applies the retention of the log
+// (connect.Service.Retain).
+type Pruner interface {
+	// DeleteLogsBefore deletes up to limit entries whose CreatedAt is
+	// before before, the oldest first, and returns how many it deleted. A
+	// limit of 0 or less deletes none.
+	DeleteLogsBefore(ctx context.Context, before time.Time, limit int) (int, error)
+}

@@ -41,6 +41,27 @@
 // ([Outbox], its HTTP routes, or connect.Service.ListWebhookDeliveries and
 // ResendWebhook).
 //
+// # Incoming provider webhooks
+//
+// [IncomingHandler] serves POST /webhook/{environment}/{integration}, where
+// providers send their webhooks: it verifies the provider's signature when
+// the catalogue describes one, routes the body to connections and hands the
+// Notifier forward events. Bodies over [IncomingConfig].MaxBody (1 MiB by
+// default) are refused with 413. An integration whose provider does not sign
+// accepts deliveries from anyone, so [IncomingConfig].Forwards bounds what
+// its forwards store: in the transaction of each delivery's forwards, the
+// integration's oldest delivered or failed forwards are deleted while its
+// forward bodies exceed MaxForward (256 MiB by default), and a delivery no
+// signature verified is refused with 429 webhook_storage_full when the
+// pending ones alone exceed it.
+//
+// # Retention
+//
+// The outbox keeps delivered and failed deliveries for the deliveries API
+// and resends until [Pruner].DeleteDeliveriesBefore deletes them
+// (connect.Service.Retain: 30 days after their final state by default).
+// Pending deliveries are never deleted.
+//
 // # Verifying
 //
 // Every POST carries X-Svc-Hmac-Sha256 (hex HMAC-SHA256 of the body with the

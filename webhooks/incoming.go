@@ -31,8 +31,21 @@ import (
 const IncomingPattern = "POST /webhook/{environment}/{integration}"
 
 // DefaultIncomingMaxBody is the default limit of an incoming webhook body:
-// 5 MiB.
-const DefaultIncomingMaxBody = 5 << 20
+// 1 MiB. Providers send event notifications, JSON documents of a few KiB
+// (HubSpot, which batches up to 100 events in one request, stays in the tens
+// of KiB), and what a provider that does not sign sends may come from
+// anyone: the limit is the most one such request can make the Service store
+// per destination. GitHub documents payloads of up to 25 MB (a push of many
+// commits); a host that forwards those raises the limit.
+const DefaultIncomingMaxBody = 1 << 20
+
+// DefaultForwardQuota is the default IncomingConfig.MaxForward: 256 MiB of
+// forward bodies per integration.
+const DefaultForwardQuota = 256 << 20
+
+// forwardRetryAfter is the Retry-After of a delivery refused because the
+// integration's forwards fill its quota.
+const forwardRetryAfter = 60
 
 // DefaultIncomingMaxScan is the default number of connections examined to
 // route one incoming webhook when the ConnectionLister has no indexed
@@ -97,6 +110,13 @@ type ConnectionFinder interface {
 	FindConnectionsByConfig(ctx context.Context, environmentID int64, integrationKey, key string, values []string) ([]RoutableConnection, error)
 }
 
+// ForwardTrimmer bounds the stored forward deliveries of an integration;
+// the Pruner of every connect.Store implements it (see
+// Pruner.TrimForwards).
+type ForwardTrimmer interface {
+	TrimForwards(ctx context.Context, environmentID int64, integrationKey string, max int64) (int64, error)
+}
+
 // LogRecorder records operations log entries; *oplog.Writer implements it.
 type LogRecorder interface {
 	Record(ctx context.Context, e *oplog.Entry) (string, error)
@@ -135,9 +155,24 @@ type IncomingConfig struct {
 	// (TLS or X-Forwarded-Proto, Host, path), which is wrong behind a proxy
 	// that rewrites the path.
 	PublicURL string
-	// MaxBody limits the body; larger ones are answered 413. Defaults to
-	// DefaultIncomingMaxBody.
+	// MaxBody limits the body; larger ones are answered 413 and nothing is
+	// stored. Defaults to DefaultIncomingMaxBody.
 	MaxBody int64
+	// Forwards, when set, bounds the forward deliveries each integration
+	// keeps: in the transaction that stores the forward events of a
+	// delivery, Forwards.TrimForwards deletes the integration's oldest
+	// delivered or failed forwards while the bodies of its forwards total
+	// more than MaxForward bytes. When the pending ones alone still exceed
+	// it, a delivery that no signature verified is refused with 429
+	// webhook_storage_full (and Retry-After) and its forwards are rolled
+	// back; a verified one is stored regardless. It bounds only what the
+	// Notifier stores through the Store of Forwards (the default
+	// WebhookNotifier over the same Store). Requires Transactor.
+	Forwards ForwardTrimmer
+	// MaxForward is the bound of Forwards, in bytes of bodies per
+	// integration. Defaults to DefaultForwardQuota; negative disables the
+	// bound.
+	MaxForward int64
 	// MaxScan bounds the connections examined per delivery when
 	// Connections is not a ConnectionFinder. Defaults to
 	// DefaultIncomingMaxScan. Connections beyond it are not matched; the
@@ -224,7 +259,8 @@ func (s *refusalSampler) admit(k refusalKey, now time.Time) (bool, int) {
 // routing needs it (400 invalid_body), matches connections by the
 // connection_config value the data names and, when the integration's
 // ForwardWebhooks is set, gives the Notifier one forward event per matched
-// connection, or one without a connection when none matched. It answers
+// connection, or one without a connection when none matched (bounded by
+// Forwards and MaxForward: 429 webhook_storage_full). It answers
 // 200 {"success":true} without waiting for delivery. Each delivery that
 // reached an integration gets an operations-log entry, except refusals
 // before authentication, which are sampled (see RefusalLogInterval).
@@ -242,6 +278,11 @@ func IncomingHandler(cfg IncomingConfig) http.Handler {
 		panic("webhooks: IncomingConfig.Providers is required")
 	case cfg.Notifier == nil:
 		panic("webhooks: IncomingConfig.Notifier is required")
+	case cfg.Forwards != nil && cfg.Transactor == nil:
+		panic("webhooks: IncomingConfig.Forwards requires Transactor")
+	}
+	if cfg.MaxForward == 0 {
+		cfg.MaxForward = DefaultForwardQuota
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -290,6 +331,14 @@ type incomingRecord struct {
 
 var errInvalidSignature = httpapi.WithStatus(http.StatusUnauthorized,
 	store.Errorf(store.ErrUnauthorized, "invalid_signature", "The webhook signature is missing or invalid."))
+
+// errStorageFull refuses a delivery whose forwards the integration's quota
+// cannot hold. It is a 429, like the rate limit it extends: the sender
+// should retry later, and the Service is not failing (a 5xx would also log
+// an error per refused request of a flood).
+var errStorageFull = httpapi.WithStatus(http.StatusTooManyRequests,
+	store.Errorf(store.ErrRateLimited, "webhook_storage_full",
+		"The integration's forwarded webhooks waiting for delivery fill its storage quota; retry later."))
 
 func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -364,7 +413,12 @@ func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if it.ForwardWebhooks {
-		if err := h.forward(ctx, d, groups); err != nil {
+		if err := h.forward(ctx, d, groups); errors.Is(err, errStorageFull) {
+			d.reason = "storage_full"
+			h.refused(ctx, d, "Incoming webhook refused: the forwarded webhooks waiting for delivery fill the integration's storage quota.")
+			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
+			return err
+		} else if err != nil {
 			d.reason = "enqueue_failed"
 			h.record(ctx, d, oplog.StatusFailure, "Incoming webhook could not be forwarded.")
 			return err
@@ -735,7 +789,7 @@ func (h *incomingHandler) forward(ctx context.Context, d *incomingRecord, groups
 				return err
 			}
 		}
-		return nil
+		return h.trim(ctx, d)
 	}
 	var err error
 	if h.cfg.Transactor != nil {
@@ -743,10 +797,30 @@ func (h *incomingHandler) forward(ctx context.Context, d *incomingRecord, groups
 	} else {
 		err = notify(ctx)
 	}
+	if errors.Is(err, errStorageFull) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("webhooks: forward incoming webhook: %w", err)
 	}
 	d.forwarded = len(groups)
+	return nil
+}
+
+// trim bounds the integration's forwards (IncomingConfig.Forwards) in the
+// transaction that stored the delivery's: errStorageFull when the quota
+// cannot hold them and no signature verified the delivery.
+func (h *incomingHandler) trim(ctx context.Context, d *incomingRecord) error {
+	if h.cfg.Forwards == nil || h.cfg.MaxForward < 0 {
+		return nil
+	}
+	left, err := h.cfg.Forwards.TrimForwards(ctx, d.env.ID, d.it.UniqueKey, h.cfg.MaxForward)
+	if err != nil {
+		return err
+	}
+	if left > h.cfg.MaxForward && !d.verified {
+		return errStorageFull
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,6 +113,12 @@ func (l *fakeLog) Record(_ context.Context, e *oplog.Entry) (string, error) {
 	defer l.mu.Unlock()
 	l.entries = append(l.entries, e)
 	return strconv.Itoa(len(l.entries)), nil
+}
+
+func (l *fakeLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
 }
 
 func (l *fakeLog) last(t *testing.T) *oplog.Entry {
@@ -874,4 +881,124 @@ func TestIncomingRefusalsAreSampled(t *testing.T) {
 	if got := count(); got != before+5 {
 		t.Errorf("5 signed bad bodies wrote %d entries, want 5", got-before)
 	}
+}
+
+// fakeTrimmer is a ForwardTrimmer that reports a set total.
+type fakeTrimmer struct {
+	mu    sync.Mutex
+	left  int64
+	calls []string
+}
+
+func (f *fakeTrimmer) TrimForwards(_ context.Context, env int64, key string, max int64) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("%d/%s/%d", env, key, max))
+	return f.left, nil
+}
+
+func (f *fakeTrimmer) set(left int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.left, f.calls = left, nil
+}
+
+func (f *fakeTrimmer) taken() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// errTx is a Transactor that records what each transaction returned (a
+// real one rolls back on an error).
+type errTx struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (x *errTx) WithTx(ctx context.Context, fn func(context.Context) error) error {
+	err := fn(ctx)
+	x.mu.Lock()
+	x.errs = append(x.errs, err)
+	x.mu.Unlock()
+	return err
+}
+
+func (x *errTx) last() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.errs[len(x.errs)-1]
+}
+
+// TestIncomingForwardQuota: the forwards of a delivery are trimmed to the
+// quota in their transaction; when the quota cannot hold them, a delivery
+// no signature verified is refused with 429 and its transaction fails (so
+// that nothing it stored stays), while a verified one is kept.
+func TestIncomingForwardQuota(t *testing.T) {
+	t.Parallel()
+	trim := &fakeTrimmer{}
+	tx := &errTx{}
+	const quota = 1000
+	f := newFixture(t, func(c *webhooks.IncomingConfig) {
+		c.Forwards, c.MaxForward, c.Transactor = trim, quota, tx
+	})
+
+	trim.set(quota)
+	if r := f.post(t, "/webhook/dev/plain", nil, `{"n":1}`); r.status != 200 {
+		t.Fatalf("within the quota: %d %s", r.status, r.body)
+	}
+	if got := trim.taken(); !slices.Equal(got, []string{"7/plain/1000"}) {
+		t.Errorf("trims %v", got)
+	}
+
+	trim.set(quota + 1)
+	r := f.post(t, "/webhook/dev/plain", nil, `{"n":2}`)
+	if r.status != 429 || r.code() != "webhook_storage_full" || r.header.Get("Retry-After") != "60" {
+		t.Fatalf("over the quota: %d %v %s", r.status, r.header, r.body)
+	}
+	if err := tx.last(); err == nil {
+		t.Error("the refused delivery's transaction did not fail")
+	}
+	if e := f.log.last(t); e.Status != oplog.StatusFailure || e.Meta["reason"] != "storage_full" || e.Meta["verified"] != false {
+		t.Errorf("log entry %+v", e)
+	}
+	// Refusals are sampled, as other refusals of unverified deliveries.
+	n := f.log.count()
+	if r := f.post(t, "/webhook/dev/plain", nil, `{"n":3}`); r.status != 429 {
+		t.Fatalf("over the quota again: %d", r.status)
+	}
+	if f.log.count() != n {
+		t.Errorf("a second refusal within the interval was logged")
+	}
+
+	// A verified delivery is kept over the quota: only the provider sends it.
+	body := `{"installation":{"id":123}}`
+	if r := f.post(t, "/webhook/dev/gh", githubHeader(ghSecret, body), body); r.status != 200 {
+		t.Fatalf("verified over the quota: %d %s", r.status, r.body)
+	}
+	if err := tx.last(); err != nil {
+		t.Errorf("the verified delivery's transaction failed: %v", err)
+	}
+
+	// Nothing forwarded, nothing trimmed.
+	trim.set(quota + 1)
+	if r := f.post(t, "/webhook/dev/quiet", githubHeader(ghSecret, body), body); r.status != 200 {
+		t.Fatalf("not forwarded: %d %s", r.status, r.body)
+	}
+	if got := trim.taken(); len(got) != 0 {
+		t.Errorf("trimmed without forwards: %v", got)
+	}
+
+	// A negative quota is none.
+	off := newFixture(t, func(c *webhooks.IncomingConfig) { c.Forwards, c.MaxForward = trim, -1 })
+	if r := off.post(t, "/webhook/dev/plain", nil, `{}`); r.status != 200 || len(trim.taken()) != 0 {
+		t.Fatalf("without a quota: %d, trims %v", r.status, trim.taken())
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("Forwards without Transactor did not panic")
+		}
+	}()
+	newFixture(t, func(c *webhooks.IncomingConfig) { c.Forwards, c.Transactor = trim, nil })
 }

@@ -150,3 +150,24 @@ type AttemptRecorder interface {
 	// longer exists is skipped, with its log entry.
 	RecordAttempts(ctx context.Context, as []Attempt) error
 }
+
+// Pruner is the part of a Store that bounds what the outbox keeps: the
+// retention of finished deliveries (connect.Service.Retain) and the storage
+// quota of forwarded provider webhooks (IncomingConfig.Forwards).
+type Pruner interface {
+	// DeleteDeliveriesBefore deletes up to limit deliveries that are
+	// delivered or failed and whose UpdatedAt (the time of their final
+	// state) is before before, the oldest first, and returns how many it
+	// deleted. A pending delivery is never deleted. Of concurrent calls,
+	// each deletes other deliveries. A limit of 0 or less deletes none.
+	DeleteDeliveriesBefore(ctx context.Context, before time.Time, limit int) (int, error)
+	// TrimForwards bounds the forward deliveries (Type TypeForward) of
+	// one integration: while the bodies of all of them (pending, delivered
+	// and failed) total more than max bytes, it deletes the delivered and
+	// failed ones, the oldest (by CreatedAt, then ID) first. It returns
+	// the total left, which stays above max when the pending ones alone
+	// exceed it. Concurrent calls for the same integration take turns; in
+	// a transaction (Store.WithTx), the total and the deletions are those
+	// of that transaction.
+	TrimForwards(ctx context.Context, environmentID int64, integrationKey string, max int64) (int64, error)
+}

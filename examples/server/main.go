@@ -79,6 +79,14 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		}
 	}
 
+	if err := storageLimits(getenv, &cfg); err != nil {
+		return err
+	}
+	bodyWindow, bodyMin, err := bodyProgress(getenv)
+	if err != nil {
+		return err
+	}
+
 	if v := getenv("CONNECT_PROXY_CACHE_ENTRIES"); v != "" {
 		if cfg.ProxyCacheEntries, err = strconv.Atoi(v); err != nil || cfg.ProxyCacheEntries < 1 {
 			return fmt.Errorf("CONNECT_PROXY_CACHE_ENTRIES %q is not a positive integer", v)
@@ -168,9 +176,13 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		return err
 	}
 
+	// ReadHeaderTimeout bounds the headers; the body must keep a minimum
+	// pace (connect.RequireBodyProgress) rather than end within a fixed
+	// time, so that the proxy streams large bodies while a client that
+	// trickles one is cut off.
 	srv := &http.Server{
 		Addr:              ":" + port,
-		Handler:           handler,
+		Handler:           connect.RequireBodyProgress(handler, bodyWindow, bodyMin),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -191,6 +203,84 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return svc.Stop(shutdownCtx)
+}
+
+// storageLimits reads what bounds storage: CONNECT_WEBHOOK_DELIVERY_RETENTION
+// and CONNECT_LOG_RETENTION (how long finished webhook deliveries and
+// operations log entries are kept: a Go duration such as 720h, a number of
+// days such as 30d, or "forever"), CONNECT_INCOMING_WEBHOOK_MAX_BODY and
+// CONNECT_INCOMING_WEBHOOK_QUOTA (bytes; the quota may be "off"). Unset
+// ones keep the library's defaults (30 days, 15 days, 1 MiB, 256 MiB).
+func storageLimits(getenv func(string) string, cfg *connect.Config) error {
+	var err error
+	if cfg.Retention.WebhookDeliveries, err = retention(getenv, "CONNECT_WEBHOOK_DELIVERY_RETENTION"); err != nil {
+		return err
+	}
+	if cfg.Retention.Logs, err = retention(getenv, "CONNECT_LOG_RETENTION"); err != nil {
+		return err
+	}
+	if cfg.IncomingWebhooks.MaxBody, err = byteCount(getenv, "CONNECT_INCOMING_WEBHOOK_MAX_BODY", false); err != nil {
+		return err
+	}
+	cfg.IncomingWebhooks.StorageQuota, err = byteCount(getenv, "CONNECT_INCOMING_WEBHOOK_QUOTA", true)
+	return err
+}
+
+// retention reads a retention period: 0 when unset (the default), negative
+// for "forever".
+func retention(getenv func(string) string, name string) (time.Duration, error) {
+	v := getenv(name)
+	switch {
+	case v == "":
+		return 0, nil
+	case v == "forever":
+		return -1, nil
+	case strings.HasSuffix(v, "d"):
+		if n, err := strconv.Atoi(strings.TrimSuffix(v, "d")); err == nil && n >= 1 && n <= 36500 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	default:
+		if d, err := time.ParseDuration(v); err == nil && d >= time.Hour {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("%s %q must be a number of days such as 30d, a duration of at least 1h such as 720h, or forever", name, v)
+}
+
+// byteCount reads a positive number of bytes: 0 when unset (the default),
+// negative for "off" when off is allowed.
+func byteCount(getenv func(string) string, name string, off bool) (int64, error) {
+	v := getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	if off && v == "off" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		if off {
+			return 0, fmt.Errorf("%s %q must be a positive number of bytes, or off", name, v)
+		}
+		return 0, fmt.Errorf("%s %q must be a positive number of bytes", name, v)
+	}
+	return n, nil
+}
+
+// bodyProgress reads the minimum pace of request bodies
+// (connect.RequireBodyProgress): CONNECT_BODY_MIN_BYTES (default 16384)
+// must arrive within each CONNECT_BODY_WINDOW (default 30s) of waiting.
+func bodyProgress(getenv func(string) string) (time.Duration, int64, error) {
+	var window time.Duration
+	if v := getenv("CONNECT_BODY_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond {
+			return 0, 0, fmt.Errorf("CONNECT_BODY_WINDOW %q must be a duration such as 30s", v)
+		}
+		window = d
+	}
+	minBytes, err := byteCount(getenv, "CONNECT_BODY_MIN_BYTES", false)
+	return window, minBytes, err
 }
 
 // loadProviders adds the providers of the file to the embedded ones. A

@@ -247,6 +247,15 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"bad provider flag": {"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "1"},
 		"bad webhook flag":  {"CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "no"},
 		"flags disagree":    {"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "true", "CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "false"},
+		"retention no unit": {"CONNECT_WEBHOOK_DELIVERY_RETENTION": "30"},
+		"retention short":   {"CONNECT_LOG_RETENTION": "10m"},
+		"retention days":    {"CONNECT_LOG_RETENTION": "0d"},
+		"max body":          {"CONNECT_INCOMING_WEBHOOK_MAX_BODY": "1MiB"},
+		"max body off":      {"CONNECT_INCOMING_WEBHOOK_MAX_BODY": "off"},
+		"quota negative":    {"CONNECT_INCOMING_WEBHOOK_QUOTA": "-5"},
+		"quota too small":   {"CONNECT_INCOMING_WEBHOOK_MAX_BODY": "1000", "CONNECT_INCOMING_WEBHOOK_QUOTA": "3999"},
+		"body window":       {"CONNECT_BODY_WINDOW": "fast"},
+		"body min bytes":    {"CONNECT_BODY_MIN_BYTES": "0"},
 	} {
 		vars["PORT"] = map[bool]string{true: vars["PORT"], false: freePort(t)}[vars["PORT"] != ""]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -103,8 +103,14 @@ func detail(e *store.Error, fallback string) ErrorDetail {
 // WriteError writes err in the given style. 5xx errors, and errors that
 // carry no *store.Error (a Store's own error, which the edge's validation
 // should have prevented), are logged with the underlying cause; the cause
-// never reaches the body.
+// never reaches the body. A request whose body RequireBodyProgress cut off
+// is answered 408 request_timeout instead.
 func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, style Style, err error) {
+	if BodyTimedOut(r.Context()) {
+		// The handler's error, whatever it is, follows from the client
+		// not sending its body (RequireBodyProgress).
+		err = errBodyTimeout
+	}
 	status, d := Resolve(err)
 	if logger != nil {
 		if status >= 500 {

@@ -2,8 +2,12 @@ package memory
 
 import (
 	"context"
+	"iter"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
@@ -266,4 +270,32 @@ func (s *Store) AfterCommit(ctx context.Context, fn func()) {
 		t.mu.Unlock()
 	}
 	fn()
+}
+
+// oldestFirst returns up to limit of the items for which key reports true,
+// in the order of the time and then the ID that key returns: the oldest
+// first, what retention deletes.
+func oldestFirst[T any](items iter.Seq[T], limit int, key func(T) (at time.Time, id string, ok bool)) []T {
+	type keyed struct {
+		v  T
+		at time.Time
+		id string
+	}
+	var all []keyed
+	for v := range items {
+		if at, id, ok := key(v); ok {
+			all = append(all, keyed{v, at, id})
+		}
+	}
+	slices.SortFunc(all, func(a, b keyed) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := make([]T, 0, min(limit, len(all)))
+	for _, k := range all[:min(limit, len(all))] {
+		out = append(out, k.v)
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -115,4 +116,37 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 		out[i] = copyEntry(e)
 	}
 	return out, nil
+}
+
+// DeleteLogsBefore deletes up to limit entries whose CreatedAt is before
+// before, the oldest first, and returns how many.
+func (s *Store) DeleteLogsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	old := oldestFirst(slices.Values(s.d.logs), limit, func(e *oplog.Entry) (time.Time, string, bool) {
+		return e.CreatedAt, e.ID, e.CreatedAt.Before(before)
+	})
+	if len(old) == 0 {
+		return 0, nil
+	}
+	gone := make(map[string]struct{}, len(old))
+	for _, e := range old {
+		gone[e.ID] = struct{}{}
+		delete(s.d.logIDs, e.ID)
+	}
+	// A new slice: a snapshot (WithTx) shares the old one's array.
+	kept := make([]*oplog.Entry, 0, len(s.d.logs)-len(old))
+	for _, e := range s.d.logs {
+		if _, ok := gone[e.ID]; !ok {
+			kept = append(kept, e)
+		}
+	}
+	s.d.logs = kept
+	return len(old), nil
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -247,4 +248,57 @@ func (s *Store) RequeueFailed(ctx context.Context, f webhooks.DeliveryFilter, li
 		s.d.deliveries[c.ID] = c
 	}
 	return len(failed), nil
+}
+
+// DeleteDeliveriesBefore deletes up to limit delivered or failed
+// deliveries whose UpdatedAt is before before, the oldest first, and
+// returns how many.
+func (s *Store) DeleteDeliveriesBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	old := oldestFirst(maps.Values(s.d.deliveries), limit, func(d *webhooks.Delivery) (time.Time, string, bool) {
+		return d.UpdatedAt, d.ID, d.Status != webhooks.StatusPending && d.UpdatedAt.Before(before)
+	})
+	for _, d := range old {
+		delete(s.d.deliveries, d.ID)
+	}
+	return len(old), nil
+}
+
+// TrimForwards deletes the oldest delivered or failed forward deliveries
+// of the integration while the bodies of its forward deliveries total more
+// than max bytes, and returns the total left.
+func (s *Store) TrimForwards(ctx context.Context, environmentID int64, integrationKey string, max int64) (int64, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	var total int64
+	var finished []*webhooks.Delivery
+	for _, d := range s.d.deliveries {
+		if d.Type != webhooks.TypeForward || d.EnvironmentID != environmentID || d.IntegrationKey != integrationKey {
+			continue
+		}
+		total += int64(len(d.Body))
+		if d.Status != webhooks.StatusPending {
+			finished = append(finished, d)
+		}
+	}
+	// Oldest first: the reverse of the listing order.
+	slices.SortFunc(finished, func(a, b *webhooks.Delivery) int { return newestFirst(b, a.CreatedAt, a.ID) })
+	for _, d := range finished {
+		if total <= max {
+			break
+		}
+		delete(s.d.deliveries, d.ID)
+		total -= int64(len(d.Body))
+	}
+	return total, nil
 }

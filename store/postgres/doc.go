@@ -109,8 +109,9 @@
 //   - operations_log: text id primary key; indexes by environment and by
 //     connection, newest first (the lists by type or integration walk the
 //     environment's, filtering: each index costs every write, and a bulk
-//     import writes an entry per connection); a BRIN index on created_at
-//     for pruning by age.
+//     import writes an entry per connection); a B-tree on created_at for
+//     retention (DeleteLogsBefore; migration 016 replaced the BRIN index
+//     that retention's deletions would have made useless).
 //   - rate_limits: the counters of [RateLimiter]: per key and window, the
 //     requests leased out, which grows by whole blocks and so may pass the
 //     limit (the part of a block beyond it is not granted).
@@ -142,7 +143,18 @@
 //     claim_webhook_attempts reads in order (a function so that its plan
 //     can be pinned to that index: see migration 007) while it counts the
 //     attempt each claim starts (migration 009; claim_webhook_deliveries,
-//     which does not count, stays for processes of the version before).
+//     which does not count, stays for processes of the version before);
+//     partial indexes of the finished deliveries by updated_at, for
+//     retention (DeleteDeliveriesBefore), and of the finished forward
+//     deliveries of each integration, oldest first, for its quota
+//     (TrimForwards; migration 016). Retention deletes by id = ANY(array)
+//     of the rows it picks, so that no plan scans the table.
+//   - webhook_forward_usage: per (environment, integration), the bytes of
+//     the bodies of its forward deliveries, kept in the statements that
+//     insert and delete deliveries (migration 016, which counted the
+//     forwards stored before it). A forward's insert locks its
+//     integration's row until the end of its transaction: forwards of one
+//     integration commit in turn.
 //   - connection_changes: the change feed (migration 011): one row per
 //     connection updated or deleted, or per integration (connection_id
 //     NULL), written by statement-level triggers on connections and

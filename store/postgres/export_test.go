@@ -69,3 +69,9 @@ func (s *Store) ReadConnections(ctx context.Context, keys [][3]any) ([]*connecti
 	}
 	return out, errs, nil
 }
+
+// RetentionSQL returns the statements of DeleteDeliveriesBefore,
+// DeleteLogsBefore and TrimForwards's deletion, for EXPLAIN.
+func (s *Store) RetentionSQL() (deliveries, logs, trim string) {
+	return s.text(qDeleteDeliveriesBefore), s.text(qDeleteLogsBefore), s.text(qTrimForwards)
+}

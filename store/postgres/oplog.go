@@ -173,3 +173,32 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 	}
 	return out, nil
 }
+
+// qDeleteLogsBefore deletes the oldest entries, through the index on
+// created_at (migration 016), skipping rows another transaction holds, by
+// id = ANY(array): a lookup in the primary key whatever the statistics say
+// (a join with the rows picked may be planned as a scan of the table).
+var qDeleteLogsBefore = newQuery(`
+	DELETE FROM {s}.operations_log
+	WHERE id = ANY(ARRAY(
+		SELECT id FROM {s}.operations_log WHERE created_at < $1
+		ORDER BY created_at
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED))`)
+
+// DeleteLogsBefore deletes up to limit entries whose CreatedAt is before
+// before, the oldest first, in one statement, and returns how many.
+func (s *Store) DeleteLogsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	res, err := s.exec(ctx, qDeleteLogsBefore, before.UTC(), limit)
+	if err != nil {
+		return 0, dbErr(ctx, "delete logs", err, nil)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, dbErr(ctx, "delete logs", err, nil)
+	}
+	return int(n), nil
+}

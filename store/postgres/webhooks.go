@@ -84,6 +84,9 @@ var (
 	// not abort an enclosing transaction.
 	qCreateDeliveriesHead = newQuery(`
 	WITH input (` + deliveryColumns + `) AS (VALUES `)
+	//
+	// The bodies of forward deliveries are added to their integration's
+	// row of webhook_forward_usage (migration 016), in the same statement.
 	qCreateDeliveriesTail = newQuery(`),
 	refused AS (
 		SELECT 1 FROM input i
@@ -91,6 +94,13 @@ var (
 			OR EXISTS (SELECT 1 FROM {s}.webhook_deliveries d WHERE d.id = i.id)
 		UNION ALL
 		SELECT 1 FROM input GROUP BY id HAVING count(*) > 1
+	),
+	usage AS (
+		INSERT INTO {s}.webhook_forward_usage AS u (environment_id, integration_key, bytes)
+		SELECT environment_id, integration_key, sum(octet_length(body)) FROM input
+		WHERE type = 'forward' AND NOT EXISTS (SELECT 1 FROM refused)
+		GROUP BY environment_id, integration_key
+		ON CONFLICT (environment_id, integration_key) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes
 	)
 	INSERT INTO {s}.webhook_deliveries (` + deliveryColumns + `)
 	SELECT ` + deliveryColumns + ` FROM input WHERE NOT EXISTS (SELECT 1 FROM refused)`)
@@ -524,4 +534,114 @@ func (s *Store) RequeueFailed(ctx context.Context, f webhooks.DeliveryFilter, li
 	return int(n), nil
 }
 
-var _ webhooks.AttemptRecorder = (*Store)(nil)
+var (
+	// qDeleteDeliveriesBefore deletes finished deliveries by the time of
+	// their final state, through their index (migration 016), skipping
+	// rows that another transaction holds, and takes the bodies of forward
+	// deliveries off their integration's usage. The rows picked are
+	// deleted by id = ANY(array), a lookup in the primary key whatever the
+	// statistics say; a join with them may be planned as a scan of the
+	// whole table.
+	qDeleteDeliveriesBefore = newQuery(`
+	WITH gone AS (
+		DELETE FROM {s}.webhook_deliveries
+		WHERE id = ANY(ARRAY(
+			SELECT id FROM {s}.webhook_deliveries
+			WHERE status <> 'pending' AND updated_at < $1
+			ORDER BY updated_at
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED))
+		RETURNING environment_id, integration_key, type, octet_length(body) AS n),
+	usage AS (
+		UPDATE {s}.webhook_forward_usage u SET bytes = u.bytes - f.n
+		FROM (SELECT environment_id, integration_key, sum(n) AS n FROM gone WHERE type = 'forward'
+			GROUP BY environment_id, integration_key) f
+		WHERE u.environment_id = f.environment_id AND u.integration_key = f.integration_key)
+	SELECT count(*) FROM gone`)
+	// qForwardUsage reads an integration's usage and locks it until the
+	// end of the transaction.
+	qForwardUsage = newQuery(`
+	SELECT bytes FROM {s}.webhook_forward_usage
+	WHERE environment_id = $1 AND integration_key = $2
+	FOR UPDATE`)
+	// qTrimForwards deletes, of the $4 oldest finished forward deliveries
+	// of an integration (skipping rows that another transaction holds),
+	// the oldest ones until their bodies total at least $3 bytes, takes
+	// them off the usage, and returns how many it deleted and their bytes.
+	// It deletes by id = ANY(array), as qDeleteDeliveriesBefore does.
+	qTrimForwards = newQuery(`
+	WITH cand AS (
+		SELECT id, n, sum(n) OVER (ORDER BY created_at, id) AS run FROM (
+			SELECT id, created_at, octet_length(body) AS n FROM {s}.webhook_deliveries
+			WHERE environment_id = $1 AND integration_key = $2 AND type = 'forward' AND status <> 'pending'
+			ORDER BY created_at, id
+			LIMIT $4
+			FOR UPDATE SKIP LOCKED) c),
+	gone AS (
+		DELETE FROM {s}.webhook_deliveries
+		WHERE id = ANY(ARRAY(SELECT id FROM cand WHERE run - n < $3))
+		RETURNING octet_length(body) AS n),
+	usage AS (
+		UPDATE {s}.webhook_forward_usage SET bytes = bytes - (SELECT coalesce(sum(n), 0) FROM gone)
+		WHERE environment_id = $1 AND integration_key = $2)
+	SELECT count(*) AS deleted, coalesce(sum(n), 0) AS bytes FROM gone`)
+)
+
+// trimBatch is the number of candidates one statement of TrimForwards
+// reads.
+const trimBatch = 100
+
+// DeleteDeliveriesBefore deletes up to limit delivered or failed
+// deliveries whose UpdatedAt is before before, the oldest first, in one
+// statement, and returns how many. Rows that another transaction holds
+// locked are skipped.
+func (s *Store) DeleteDeliveriesBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int
+	if err := s.get(ctx, qDeleteDeliveriesBefore, &n, before.UTC(), limit); err != nil {
+		return 0, dbErr(ctx, "delete webhook deliveries", err, nil)
+	}
+	return n, nil
+}
+
+// TrimForwards deletes the oldest delivered or failed forward deliveries
+// of the integration while the bodies of its forward deliveries total more
+// than max bytes, and returns the total left. It reads the total from
+// webhook_forward_usage and locks it there until its transaction ends (the
+// caller's, if any): concurrent forwards of the integration take turns.
+// Finished deliveries that another transaction holds locked are skipped.
+func (s *Store) TrimForwards(ctx context.Context, environmentID int64, integrationKey string, max int64) (int64, error) {
+	var left int64
+	err := s.WithTx(ctx, func(ctx context.Context) error {
+		err := s.get(ctx, qForwardUsage, &left, environmentID, integrationKey)
+		if errors.Is(err, sql.ErrNoRows) {
+			left = 0
+			return nil
+		}
+		if err != nil {
+			return dbErr(ctx, "read forward usage", err, nil)
+		}
+		for left > max {
+			var r struct {
+				Deleted int   `db:"deleted"`
+				Bytes   int64 `db:"bytes"`
+			}
+			if err := s.get(ctx, qTrimForwards, &r, environmentID, integrationKey, left-max, trimBatch); err != nil {
+				return dbErr(ctx, "trim forward deliveries", err, nil)
+			}
+			if r.Deleted == 0 {
+				break
+			}
+			left -= r.Bytes
+		}
+		return nil
+	})
+	return left, err
+}
+
+var (
+	_ webhooks.AttemptRecorder = (*Store)(nil)
+	_ webhooks.Pruner          = (*Store)(nil)
+)

@@ -25,8 +25,10 @@ type Store interface {
 	connections.Store
 	connections.SessionStore
 	oplog.Store
+	oplog.Pruner
 	webhooks.Store
 	webhooks.Requeuer
+	webhooks.Pruner
 	store.SealedValues
 	functions.RecordStore
 	functions.FunctionStore
@@ -56,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Import", importTests},
 		{"Logs", logTests},
 		{"Deliveries", deliveryTests},
+		{"Retention", retentionTests},
 		{"Copies", copyTests},
 		{"Tx", txTests},
 		{"Concurrency", concurrencyTests},

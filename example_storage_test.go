@@ -1,0 +1,71 @@
+package connect_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/embedauth/connect"
+	"github.com/embedauth/connect/environments"
+	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/store/memory"
+)
+
+// Keep operations log entries for three days instead of 15, and apply the
+// retention by hand. A started Service runs it as a job after each
+// maintenance sweep.
+func ExampleService_Retain() {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	svc, _ := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		Now:            func() time.Time { return now },
+		Retention:      connect.RetentionConfig{Logs: 3 * 24 * time.Hour},
+	})
+	ctx := context.Background()
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	// Creating an integration writes a log entry.
+	_, _ = svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "openai", UniqueKey: "openai"})
+
+	now = now.Add(3*24*time.Hour + time.Second)
+	res, err := svc.Retain(ctx)
+	fmt.Println(res.LogsDeleted, res.DeliveriesDeleted, err)
+	// Output: 1 0 <nil>
+}
+
+// Serve the Service with a minimum pace for request bodies: here a client
+// must send 1 KiB (or the end of its body) in each 200 ms spent waiting for
+// it; one that stops sending is answered 408 and its connection closed.
+func ExampleRequireBodyProgress() {
+	svc, _ := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+	})
+	ctx := context.Background()
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	_, _ = svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "notion", UniqueKey: "notion"})
+	srv := httptest.NewUnstartedServer(connect.RequireBodyProgress(svc.Handler(), 200*time.Millisecond, 1024))
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	srv.Start()
+	defer srv.Close()
+
+	// A body that never comes: it claims 4 KiB, sends one byte.
+	pr, pw := io.Pipe()
+	go func() { _, _ = pw.Write([]byte("{")) }()
+	req, _ := http.NewRequest("POST", srv.URL+"/webhook/dev/notion", pr)
+	req.ContentLength = 4096
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	pw.Close()
+	fmt.Println(resp.StatusCode, strings.Contains(string(b), "request_timeout"))
+	// Output: 408 true
+}
