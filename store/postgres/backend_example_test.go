@@ -2,14 +2,12 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/environments"
@@ -49,19 +47,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := svc.Start(ctx); err != nil { // delivers webhooks until svc.Stop
-		return err
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/connect/", http.StripPrefix("/connect", svc.Handler()))
-	srv := &http.Server{Addr: "localhost:8080", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case err = <-errc:
-	case <-ctx.Done(): // SIGINT or SIGTERM
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return errors.Join(err, srv.Shutdown(shutdown), svc.Stop(shutdown))
+	// Starts the service, serves until SIGINT or SIGTERM, then stops both without losing a request.
+	return svc.ListenAndServe(ctx, &http.Server{Addr: "localhost:8080", Handler: mux})
 }
