@@ -35,22 +35,24 @@ func floodPost(t *testing.T, url, body string) (int, string, http.Header) {
 	return resp.StatusCode, e.Error.Code, resp.Header
 }
 
-// forwardBytes is the total of the bodies of the environment's forward
-// deliveries, and their number.
-func forwardBytes(t *testing.T, bu *bundle) (int64, int) {
+// forwardBytes is what the environment's forward deliveries are charged
+// against the storage quota (webhooks.ForwardCharge of each), the total of
+// their bodies, and their number.
+func forwardBytes(t *testing.T, bu *bundle) (charged, bodies int64, n int) {
 	t.Helper()
 	ds := bu.deliveries(t, webhooks.DeliveryFilter{Type: webhooks.TypeForward, Limit: 1000})
-	var n int64
 	for _, d := range ds {
-		n += int64(len(d.Body))
+		charged += d.ForwardCharge()
+		bodies += int64(len(d.Body))
 	}
-	return n, len(ds)
+	return charged, bodies, len(ds)
 }
 
 // TestIncomingWebhookFloodStaysBounded: anonymous posts of the largest body
 // allowed to an integration whose provider does not sign its webhooks
 // (notion) cannot make the Store hold more than the integration's storage
-// quota of forward bodies. While the application does not take them (the
+// quota of forwards (bodies and rows, as webhooks.ForwardCharge counts
+// them). While the application does not take them (the
 // Service is not started), the pending forwards fill the quota and further
 // posts are refused with 429; once it takes them, each new forward
 // replaces the oldest delivered ones, and every post is accepted. The log
@@ -81,9 +83,9 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 		}
 		checkBound := func(when string) int {
 			t.Helper()
-			stored, n := forwardBytes(t, bu)
-			if stored > quota {
-				t.Fatalf("%s: %d forwards hold %d bytes of bodies, over the quota of %d", when, n, stored, quota)
+			charged, bodies, n := forwardBytes(t, bu)
+			if charged > quota || bodies > quota {
+				t.Fatalf("%s: %d forwards charged %d bytes (bodies %d), over the quota of %d", when, n, charged, bodies, quota)
 			}
 			if b.db != nil {
 				// Measured in the database: the bodies of every delivery,
@@ -98,8 +100,9 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 					`.webhook_forward_usage`).Scan(&usage); err != nil {
 					t.Fatal(err)
 				}
-				if sum > quota || usage != sum {
-					t.Fatalf("%s: the database holds %d bytes of delivery bodies (quota %d); usage says %d", when, sum, quota, usage)
+				if sum != bodies || usage != charged {
+					t.Fatalf("%s: the database holds %d bytes of delivery bodies (%d listed); usage says %d, the forwards' charges total %d",
+						when, sum, bodies, usage, charged)
 				}
 			}
 			return n
@@ -108,7 +111,7 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 		if status, code, _ := floodPost(t, url, largest+" "); status != 413 || code != "payload_too_large" {
 			t.Fatalf("a body over the limit: %d %s", status, code)
 		}
-		if _, n := forwardBytes(t, bu); n != 0 {
+		if _, _, n := forwardBytes(t, bu); n != 0 {
 			t.Fatalf("%d forwards stored for a refused body", n)
 		}
 
@@ -125,10 +128,10 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 				t.Fatalf("post %d (after %d accepted): %d %s", i, accepted, status, code)
 			}
 		}
-		one, _ := forwardBytes(t, bu)
-		perPost := one / int64(2*accepted) * 2 // two destinations
-		if want := int(quota / perPost); accepted != want {
-			t.Errorf("%d posts accepted, want %d (%d bytes of forwards each, quota %d)", accepted, want, perPost, quota)
+		charged, _, _ := forwardBytes(t, bu)
+		perPost := charged / int64(accepted) // two destinations
+		if want := int(quota / perPost); accepted != want || charged != int64(accepted)*perPost {
+			t.Errorf("%d posts accepted, want %d (forwards charged %d bytes each, quota %d)", accepted, want, perPost, quota)
 		}
 		checkBound("pending")
 		var refusals []*oplog.Entry
@@ -190,17 +193,23 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 // TestIncomingWebhooksConfig: limits that cannot work are refused by New.
 func TestIncomingWebhooksConfig(t *testing.T) {
 	t.Parallel()
+	// Four forwards of MaxBody bytes, as charged.
+	four := 4 * webhooks.ForwardCharge(1000, 0)
 	for _, c := range []connect.IncomingWebhooksConfig{
 		{MaxBody: -1},
 		{MaxBody: 1 << 20, StorageQuota: 4<<20 - 1},
 		{StorageQuota: 1 << 20}, // under four times the default MaxBody
+		{MaxBody: 1000, StorageQuota: 4000},
+		{MaxBody: 1000, StorageQuota: four - 1},
+		{LogInterval: -time.Second},
 	} {
 		_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c})
 		if err == nil || !strings.Contains(err.Error(), "IncomingWebhooks") {
 			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
 		}
 	}
-	for _, c := range []connect.IncomingWebhooksConfig{{}, {MaxBody: 1000, StorageQuota: 4000}, {StorageQuota: -1}} {
+	for _, c := range []connect.IncomingWebhooksConfig{{}, {MaxBody: 1000, StorageQuota: four}, {StorageQuota: -1},
+		{LogInterval: time.Second}} {
 		if _, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c}); err != nil {
 			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
 		}
