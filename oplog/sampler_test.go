@@ -90,3 +90,19 @@ func TestSamplerBoundsKeys(t *testing.T) {
 		t.Errorf("the new key admitted twice in one interval")
 	}
 }
+
+// Sample the entries of something anyone can cause: one per key and
+// minute, the next one saying how many it stands for.
+func ExampleSampler() {
+	s := oplog.NewSampler(time.Minute)
+	k := oplog.SampleKey{EnvironmentID: 1, IntegrationKey: "notion", Operation: "incoming", Outcome: "accepted"}
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 100 {
+		if ok, n := s.Admit(k, now.Add(time.Duration(i)*time.Second)); ok {
+			fmt.Printf("entry at %ds, standing for %d more\n", i, n)
+		}
+	}
+	// Output:
+	// entry at 0s, standing for 0 more
+	// entry at 60s, standing for 59 more
+}

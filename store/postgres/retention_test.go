@@ -1,7 +1,9 @@
 package postgres_test
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/internal/pgtest"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store/postgres"
 	"github.com/embedauth/connect/webhooks"
 )
@@ -23,6 +26,17 @@ func createEnv(t *testing.T, s *postgres.Store, now time.Time) *environments.Env
 		t.Fatal(err)
 	}
 	return env
+}
+
+// totalSize returns pg_total_relation_size of a table: its pages, its
+// TOAST table's and its indexes'.
+func totalSize(t *testing.T, db *sql.DB, table string) int64 {
+	t.Helper()
+	var n int64
+	if err := db.QueryRowContext(t.Context(), `SELECT pg_total_relation_size($1::regclass)`, table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // explainPages runs query under EXPLAIN (ANALYZE, BUFFERS), which executes
@@ -238,14 +252,7 @@ func TestForwardChargeCoversRowCost(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	env := createEnv(t, s, now)
 	q := pq.QuoteIdentifier(schema)
-	size := func() int64 {
-		t.Helper()
-		var n int64
-		if err := db.QueryRowContext(ctx, `SELECT pg_total_relation_size($1::regclass)`, schema+".webhook_deliveries").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	size := func() int64 { return totalSize(t, db, schema+".webhook_deliveries") }
 	type text struct{ key, conn, url string }
 	short := text{"notion", "conn-0123456789", "https://app.example.com/webhooks/nango"}
 	long := text{strings.Repeat("k", 255), strings.Repeat("c", 255), "https://app.example.com/" + strings.Repeat("u", 2048-24)}
@@ -294,5 +301,45 @@ func TestForwardChargeCoversRowCost(t *testing.T) {
 		if per > float64(charge) {
 			t.Errorf("a %s forward of %d bytes takes %.0f bytes on disk, more than its charge of %d", c.status, c.body, per, charge)
 		}
+	}
+}
+
+// TestSampledLogEntrySize: the largest operations log entry that a
+// webhook no signature verified can cause, a delivery attempt's (its URL
+// of the 2,048 characters allowed, the 256 bytes of response kept, an
+// integration key and connection id of 255 characters, random so that
+// nothing compresses), takes less than the 5 KiB on disk (table, TOAST and
+// indexes) that the documented bound of the sampled log counts per entry.
+func TestSampledLogEntrySize(t *testing.T) {
+	t.Parallel()
+	s, db, schema := newStore(t)
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	env := createEnv(t, s, now)
+	random := func(n int) string {
+		b := make([]byte, n)
+		rand.Read(b)
+		return base64.RawURLEncoding.EncodeToString(b)[:n]
+	}
+	size := func() int64 { return totalSize(t, db, schema+".operations_log") }
+	const n = 1000
+	before := size()
+	w := &oplog.Writer{Store: s}
+	es := make([]*oplog.Entry, n)
+	for i := range es {
+		es[i] = &oplog.Entry{EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Status: oplog.StatusFailure,
+			IntegrationKey: random(255), ConnectionID: random(255),
+			Message: "forward webhook attempt 17 of 17 failed: timeout after 20s; giving up",
+			Meta: map[string]any{"delivery_id": webhooks.NewID(), "event_id": webhooks.NewID(),
+				"url": "https://app.example.com/" + random(2048-24), "attempt": 17, "status": 0, "duration_ms": 20000,
+				"response": random(256), "error": "timeout after 20s", "unverified": true, "suppressed": 1 << 40}}
+	}
+	if err := w.RecordAll(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	per := float64(size()-before) / n
+	t.Logf("the largest sampled log entry takes %.0f bytes on disk", per)
+	if per >= 5<<10 {
+		t.Errorf("the largest sampled log entry takes %.0f bytes on disk, not under 5 KiB", per)
 	}
 }
