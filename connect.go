@@ -339,11 +339,12 @@ type IncomingWebhooksConfig struct {
 	// refused with 413 payload_too_large, before anything is stored or
 	// logged. Defaults to webhooks.DefaultIncomingMaxBody (1 MiB).
 	MaxBody int64
-	// StorageQuota bounds, per integration, the bytes of the bodies of
-	// the forward webhooks (one per destination URL) that the outbox
-	// holds, pending, delivered or failed. Storing a forward that takes
-	// an integration past it first deletes that integration's oldest
-	// delivered or failed forwards, before their retention period; when
+	// StorageQuota bounds, per integration, the bytes taken by the
+	// forward webhooks (one per destination URL) that the outbox holds,
+	// pending, delivered or failed: their bodies and rows, as charged (see
+	// below). Storing a forward that takes an integration past it first
+	// deletes that integration's oldest delivered or failed forwards,
+	// before their retention period; when
 	// the pending ones alone fill it (the application has not accepted
 	// them), an incoming webhook that no signature verified is refused
 	// with 429 webhook_storage_full and no forward of it is stored (a
