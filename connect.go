@@ -314,31 +314,61 @@ type Config struct {
 // webhooks stores. The route of an integration whose provider does not sign
 // its webhooks accepts deliveries from anyone who knows its URL (the
 // environment's name and the integration's key), so these bounds are what
-// stands between an anonymous flood and the database: whatever is sent,
-// the forwards stored for such an integration hold at most StorageQuota
-// bytes of bodies. The operations log gets an entry of a few hundred bytes
-// (never the body) per accepted delivery, and per delivery attempt of its
-// forwards, kept for Retention.Logs; refusals of unverified deliveries are
-// logged at most once a minute per integration and reason; the rate limit
-// (RateLimitRequests per RateLimitWindow and account, counted apart from
-// the API's) bounds how many deliveries are accepted.
+// stands between an anonymous flood and the database. Whatever is sent:
+//
+//   - the forwards stored for such an integration take at most
+//     StorageQuota bytes, each charged its body and the cost of its row
+//     (webhooks.ForwardCharge: n + n/16 + 3·t + 4096 bytes for a body of
+//     n bytes and a URL, integration key and connection id of t bytes);
+//   - the operations log entries of deliveries that no signature verified,
+//     and of the delivery attempts of their forwards, are sampled: at most
+//     one per LogInterval for each environment, integration and outcome
+//     (at most 10 outcomes per integration), per Service instance, each
+//     standing for those left out (meta "suppressed"), never holding the
+//     body, at most 5 KiB on disk; kept for Retention.Logs, that is at most
+//     10 × (Retention.Logs / LogInterval + 1) entries per integration and
+//     instance: 216,010 entries, at most 1.03 GiB (typically about
+//     150 MB), at the defaults.
+//
+// The rate limit (RateLimitRequests per RateLimitWindow and account, counted
+// apart from the API's) bounds how many deliveries are accepted. The
+// deliveries API keeps each forward's own status, last error and attempt
+// count whatever the log samples.
 type IncomingWebhooksConfig struct {
 	// MaxBody limits the body of an incoming webhook: a larger one is
 	// refused with 413 payload_too_large, before anything is stored or
 	// logged. Defaults to webhooks.DefaultIncomingMaxBody (1 MiB).
 	MaxBody int64
-	// StorageQuota bounds, per integration, the bytes of the bodies of
-	// the forward webhooks (one per destination URL) that the outbox
-	// holds, pending, delivered or failed. Storing a forward that takes
-	// an integration past it first deletes that integration's oldest
-	// delivered or failed forwards, before their retention period; when
+	// StorageQuota bounds, per integration, the bytes taken by the
+	// forward webhooks (one per destination URL) that the outbox holds,
+	// pending, delivered or failed: their bodies and rows, as charged (see
+	// below). Storing a forward that takes an integration past it first
+	// deletes that integration's oldest delivered or failed forwards,
+	// before their retention period; when
 	// the pending ones alone fill it (the application has not accepted
 	// them), an incoming webhook that no signature verified is refused
 	// with 429 webhook_storage_full and no forward of it is stored (a
 	// verified one is stored regardless: only the provider can send it).
-	// Defaults to webhooks.DefaultForwardQuota (256 MiB); it must be at
-	// least four times MaxBody; negative disables the quota.
+	// Each forward is charged webhooks.ForwardCharge of its row: the body,
+	// a sixteenth more, three times the length of its URL, integration key
+	// and connection id, and 4096 bytes for the rest of its row and its
+	// index entries (measured on Postgres), so that the quota bounds many
+	// tiny forwards as it bounds a few large ones. Defaults to
+	// webhooks.DefaultForwardQuota (256 MiB); it must be at least four
+	// times the charge of a forward of MaxBody bytes; negative disables
+	// the quota.
 	StorageQuota int64
+	// LogInterval is the sampling interval of the operations log entries
+	// that anyone can cause: those of incoming webhooks that no signature
+	// verified (accepted, challenge answered, refused) and of the delivery
+	// attempts of their forwards. Each Service instance records at most
+	// one entry per LogInterval for each environment, integration and
+	// outcome (a refusal's reason; accepted; delivered, retrying or
+	// given_up), whose meta "suppressed" counts those it left out since
+	// the previous one; by Config.Now. Entries of verified deliveries and
+	// of every other webhook are all recorded. Defaults to one minute
+	// (oplog.DefaultSampleInterval); it must not be negative.
+	LogInterval time.Duration
 }
 
 // withDefaults fills the zero fields of c and checks it.
@@ -352,9 +382,15 @@ func (c IncomingWebhooksConfig) withDefaults() (IncomingWebhooksConfig, error) {
 	if c.StorageQuota == 0 {
 		c.StorageQuota = webhooks.DefaultForwardQuota
 	}
-	if c.StorageQuota > 0 && c.StorageQuota/4 < c.MaxBody {
-		return c, fmt.Errorf("connect: Config.IncomingWebhooks.StorageQuota (%d bytes) must be at least four times MaxBody (%d bytes), or negative to disable it",
-			c.StorageQuota, c.MaxBody)
+	if charge := webhooks.ForwardCharge(int(c.MaxBody), 0); c.StorageQuota > 0 && c.StorageQuota/4 < charge {
+		return c, fmt.Errorf("connect: Config.IncomingWebhooks.StorageQuota (%d bytes) must be at least four times the charge of a forward of MaxBody (%d bytes: %d), or negative to disable it",
+			c.StorageQuota, c.MaxBody, charge)
+	}
+	if c.LogInterval < 0 {
+		return c, errors.New("connect: Config.IncomingWebhooks.LogInterval must not be negative")
+	}
+	if c.LogInterval == 0 {
+		c.LogInterval = oplog.DefaultSampleInterval
 	}
 	return c, nil
 }
@@ -410,6 +446,10 @@ type Service struct {
 	notifier  webhooks.Notifier
 	deliverer *webhooks.Deliverer
 	outbox    *webhooks.Outbox
+	// sampler samples the log entries that anyone can cause (incoming
+	// webhooks no signature verified, attempts of their forwards): one
+	// per Service, shared by its incoming handlers and its Deliverer.
+	sampler *oplog.Sampler
 
 	mu      sync.Mutex
 	started bool
@@ -569,6 +609,7 @@ func New(cfg Config) (*Service, error) {
 		s.limiter = ratelimit.NewFixedWindow(cfg.RateLimitRequests, cfg.RateLimitWindow, cfg.Now)
 	}
 	s.log = &oplog.Writer{Store: cfg.Store, Now: cfg.Now}
+	s.sampler = oplog.NewSampler(cfg.IncomingWebhooks.LogInterval)
 	ttl := cfg.APIKeyCacheTTL
 	if ttl < 0 {
 		ttl = 0
@@ -1062,6 +1103,7 @@ func (s *Service) incomingHandler() http.Handler {
 		MaxBody:    s.cfg.IncomingWebhooks.MaxBody,
 		Forwards:   s.store,
 		MaxForward: s.cfg.IncomingWebhooks.StorageQuota,
+		Sampler:    s.sampler,
 	})
 }
 
@@ -1115,6 +1157,7 @@ func (s *Service) setupWebhooks() error {
 		Store:      cfg.Store,
 		SigningKey: s.webhookSigningKey,
 		Log:        s.log,
+		Sampler:    s.sampler,
 		Transactor: cfg.Store,
 		Logger:     cfg.Logger,
 		Now:        cfg.Now,

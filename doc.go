@@ -63,8 +63,11 @@
 // log entries after 15 days ([Config.Retention], applied by
 // [Service.Retain] as a job that each maintenance sweep queues). Providers'
 // webhooks, which for providers that do not sign them anyone may send, are
-// limited to 1 MiB a body, and the forwards each integration stores to 256
-// MiB of bodies ([Config.IncomingWebhooks]). [RequireBodyProgress] cuts off
+// limited to 1 MiB a body, the forwards each integration stores to 256 MiB
+// (bodies and rows, as webhooks.ForwardCharge counts them), and the
+// operations log entries they cause to one per integration and outcome per
+// minute and instance, each counting those left out
+// ([Config.IncomingWebhooks]). [RequireBodyProgress] cuts off
 // clients that send a request body too slowly, without bounding how long a
 // steadily sent body (through the proxy, say) may take.
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store/memory"
 )
 
@@ -68,4 +69,50 @@ func ExampleRequireBodyProgress() {
 	pw.Close()
 	fmt.Println(resp.StatusCode, strings.Contains(string(b), "request_timeout"))
 	// Output: 408 true
+}
+
+// Log the anonymous webhooks of an integration whose provider does not sign
+// them (notion) at most once every 10 minutes per outcome, each entry
+// counting those left out; and store at most 64 MiB of their forwards per
+// integration (bodies and rows, as webhooks.ForwardCharge counts them).
+func ExampleIncomingWebhooksConfig() {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	svc, _ := connect.New(connect.Config{
+		Store:          memory.New(),
+		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
+		Now:            func() time.Time { return now },
+		IncomingWebhooks: connect.IncomingWebhooksConfig{
+			MaxBody:      256 << 10,
+			StorageQuota: 64 << 20,
+			LogInterval:  10 * time.Minute,
+		},
+	})
+	ctx := context.Background()
+	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	_, _ = svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "notion", UniqueKey: "notion"})
+	srv := httptest.NewServer(svc.Handler())
+	defer srv.Close()
+	post := func() {
+		resp, err := http.Post(srv.URL+"/webhook/dev/notion", "application/json", strings.NewReader(`{"type":"page.created"}`))
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+	}
+	incoming := func() []*oplog.Entry {
+		es, _ := svc.ListLogs(ctx, oplog.Filter{EnvironmentID: env.ID, Type: "webhook", IntegrationKey: "notion"})
+		return es
+	}
+
+	for range 5 {
+		post()
+	}
+	fmt.Println(len(incoming()), "entry for 5 webhooks")
+	now = now.Add(10 * time.Minute)
+	post()
+	es := incoming()
+	fmt.Println(len(es), "entries; the last stands for", es[0].Meta["suppressed"], "more")
+	// Output:
+	// 1 entry for 5 webhooks
+	// 2 entries; the last stands for 4 more
 }

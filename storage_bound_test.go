@@ -1,8 +1,12 @@
 package connect_test
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,22 +39,24 @@ func floodPost(t *testing.T, url, body string) (int, string, http.Header) {
 	return resp.StatusCode, e.Error.Code, resp.Header
 }
 
-// forwardBytes is the total of the bodies of the environment's forward
-// deliveries, and their number.
-func forwardBytes(t *testing.T, bu *bundle) (int64, int) {
+// forwardBytes is what the environment's forward deliveries are charged
+// against the storage quota (webhooks.ForwardCharge of each), the total of
+// their bodies, and their number.
+func forwardBytes(t *testing.T, bu *bundle) (charged, bodies int64, n int) {
 	t.Helper()
 	ds := bu.deliveries(t, webhooks.DeliveryFilter{Type: webhooks.TypeForward, Limit: 1000})
-	var n int64
 	for _, d := range ds {
-		n += int64(len(d.Body))
+		charged += d.ForwardCharge()
+		bodies += int64(len(d.Body))
 	}
-	return n, len(ds)
+	return charged, bodies, len(ds)
 }
 
 // TestIncomingWebhookFloodStaysBounded: anonymous posts of the largest body
 // allowed to an integration whose provider does not sign its webhooks
 // (notion) cannot make the Store hold more than the integration's storage
-// quota of forward bodies. While the application does not take them (the
+// quota of forwards (bodies and rows, as webhooks.ForwardCharge counts
+// them). While the application does not take them (the
 // Service is not started), the pending forwards fill the quota and further
 // posts are refused with 429; once it takes them, each new forward
 // replaces the oldest delivered ones, and every post is accepted. The log
@@ -81,9 +87,9 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 		}
 		checkBound := func(when string) int {
 			t.Helper()
-			stored, n := forwardBytes(t, bu)
-			if stored > quota {
-				t.Fatalf("%s: %d forwards hold %d bytes of bodies, over the quota of %d", when, n, stored, quota)
+			charged, bodies, n := forwardBytes(t, bu)
+			if charged > quota || bodies > quota {
+				t.Fatalf("%s: %d forwards charged %d bytes (bodies %d), over the quota of %d", when, n, charged, bodies, quota)
 			}
 			if b.db != nil {
 				// Measured in the database: the bodies of every delivery,
@@ -98,8 +104,9 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 					`.webhook_forward_usage`).Scan(&usage); err != nil {
 					t.Fatal(err)
 				}
-				if sum > quota || usage != sum {
-					t.Fatalf("%s: the database holds %d bytes of delivery bodies (quota %d); usage says %d", when, sum, quota, usage)
+				if sum != bodies || usage != charged {
+					t.Fatalf("%s: the database holds %d bytes of delivery bodies (%d listed); usage says %d, the forwards' charges total %d",
+						when, sum, bodies, usage, charged)
 				}
 			}
 			return n
@@ -108,7 +115,7 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 		if status, code, _ := floodPost(t, url, largest+" "); status != 413 || code != "payload_too_large" {
 			t.Fatalf("a body over the limit: %d %s", status, code)
 		}
-		if _, n := forwardBytes(t, bu); n != 0 {
+		if _, _, n := forwardBytes(t, bu); n != 0 {
 			t.Fatalf("%d forwards stored for a refused body", n)
 		}
 
@@ -125,10 +132,10 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 				t.Fatalf("post %d (after %d accepted): %d %s", i, accepted, status, code)
 			}
 		}
-		one, _ := forwardBytes(t, bu)
-		perPost := one / int64(2*accepted) * 2 // two destinations
-		if want := int(quota / perPost); accepted != want {
-			t.Errorf("%d posts accepted, want %d (%d bytes of forwards each, quota %d)", accepted, want, perPost, quota)
+		charged, _, _ := forwardBytes(t, bu)
+		perPost := charged / int64(accepted) // two destinations
+		if want := int(quota / perPost); accepted != want || charged != int64(accepted)*perPost {
+			t.Errorf("%d posts accepted, want %d (forwards charged %d bytes each, quota %d)", accepted, want, perPost, quota)
 		}
 		checkBound("pending")
 		var refusals []*oplog.Entry
@@ -190,19 +197,315 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 // TestIncomingWebhooksConfig: limits that cannot work are refused by New.
 func TestIncomingWebhooksConfig(t *testing.T) {
 	t.Parallel()
+	// Four forwards of MaxBody bytes, as charged.
+	four := 4 * webhooks.ForwardCharge(1000, 0)
 	for _, c := range []connect.IncomingWebhooksConfig{
 		{MaxBody: -1},
 		{MaxBody: 1 << 20, StorageQuota: 4<<20 - 1},
 		{StorageQuota: 1 << 20}, // under four times the default MaxBody
+		{MaxBody: 1000, StorageQuota: 4000},
+		{MaxBody: 1000, StorageQuota: four - 1},
+		{LogInterval: -time.Second},
 	} {
 		_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c})
 		if err == nil || !strings.Contains(err.Error(), "IncomingWebhooks") {
 			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
 		}
 	}
-	for _, c := range []connect.IncomingWebhooksConfig{{}, {MaxBody: 1000, StorageQuota: 4000}, {StorageQuota: -1}} {
+	for _, c := range []connect.IncomingWebhooksConfig{{}, {MaxBody: 1000, StorageQuota: four}, {StorageQuota: -1},
+		{LogInterval: time.Second}} {
 		if _, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c}); err != nil {
 			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
+		}
+	}
+}
+
+// Documented bounds of what the operations log keeps of webhooks that no
+// signature verified (see connect.IncomingWebhooksConfig and the package
+// doc of webhooks): per integration and instance, at most
+// sampledOutcomes × (Retention.Logs / LogInterval + 1) entries of at most
+// maxSampledEntry bytes on disk.
+const (
+	sampledOutcomes = 10
+	maxSampledEntry = 5 << 10
+)
+
+// floodMeasure is what a flood left in the Store.
+type floodMeasure struct {
+	// charged is the usage the quota reads (TrimForwards with no bound);
+	// forwards the forward deliveries kept.
+	charged  int64
+	forwards int
+	// entries are the operations log entries of the integration's
+	// webhooks.
+	entries []*oplog.Entry
+	// deliveryRows and logRows are the sizes of the rows of
+	// webhook_deliveries and operations_log (pg_column_size, bodies
+	// included), and deliveriesDisk and logDisk the sizes of the tables on
+	// disk (pg_total_relation_size: table, TOAST and indexes, dead rows
+	// included until vacuumed). Postgres only.
+	deliveryRows, logRows   int64
+	deliveriesDisk, logDisk int64
+}
+
+// measureFlood measures what the integration's webhooks left in the Store,
+// in the database too when disk is set.
+func measureFlood(t *testing.T, bu *bundle, key string, disk bool) floodMeasure {
+	t.Helper()
+	ctx := t.Context()
+	var m floodMeasure
+	var err error
+	if m.charged, err = bu.b.store.TrimForwards(ctx, bu.env.ID, key, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	m.forwards = len(bu.deliveries(t, webhooks.DeliveryFilter{Type: webhooks.TypeForward, IntegrationKey: key, Limit: 1000, OmitBody: true}))
+	if m.entries, err = bu.svc.ListLogs(ctx, oplog.Filter{EnvironmentID: bu.env.ID, Type: "webhook", IntegrationKey: key, Limit: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if db := bu.b.db; db != nil && disk {
+		// Rows are measured, not files: how much of its dead rows a
+		// VACUUM (even FULL) can drop depends on the snapshots of every
+		// other session of the database (the other tests').
+		q := pq.QuoteIdentifier(bu.b.schema)
+		if err := db.QueryRowContext(ctx, `SELECT
+			(SELECT coalesce(sum(pg_column_size(d.*)), 0) FROM `+q+`.webhook_deliveries d),
+			(SELECT coalesce(sum(pg_column_size(l.*)), 0) FROM `+q+`.operations_log l),
+			pg_total_relation_size($1::regclass), pg_total_relation_size($2::regclass)`,
+			q+".webhook_deliveries", q+".operations_log").Scan(&m.deliveryRows, &m.logRows, &m.deliveriesDisk, &m.logDisk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// sampleKey is what the Sampler counts an entry under: its operation and
+// outcome.
+func sampleKey(e *oplog.Entry) string {
+	switch {
+	case e.Meta["reason"] != nil:
+		return e.Operation + "/" + e.Meta["reason"].(string)
+	case e.Operation == "incoming":
+		return "incoming/accepted"
+	case e.Status == oplog.StatusSuccess:
+		return e.Operation + "/delivered"
+	case strings.HasSuffix(e.Message, "giving up"):
+		return e.Operation + "/given_up"
+	}
+	return e.Operation + "/retrying"
+}
+
+// TestIncomingWebhookFloodStorageBound: floods of anonymous posts to an
+// integration whose provider does not sign (notion), of tiny bodies and of
+// the largest allowed, while the application takes the forwards (they are
+// delivered, then evicted by newer ones), refuses them (they fail, then are
+// evicted) or is not reached (the Service is stopped: they stay pending),
+// leave at most the documented bound in the Store: forwards charged at
+// most StorageQuota (and so no more than StorageQuota / ForwardRowOverhead
+// of them, however small), whose rows (measured on Postgres, bodies
+// included) take less, and log entries within sampledOutcomes ×
+// (Retention.Logs / LogInterval + 1), each key at most once per interval,
+// whose rows take less than maxSampledEntry each. The flood runs in rounds
+// one LogInterval apart (the Service's clock is moved, and Retain run,
+// between rounds); once at the bound, a flood as long again adds nothing.
+func TestIncomingWebhookFloodStorageBound(t *testing.T) {
+	t.Parallel()
+	const (
+		interval  = time.Hour // retention periods are at least an hour
+		logs      = 2 * interval
+		rounds    = 3 // a flood: rounds × perRound posts
+		logBound  = sampledOutcomes * (int(logs/interval) + 1)
+		maxBody   = 16 << 10
+		tinyQuota = 128 << 10
+		maxQuota  = 1 << 20
+	)
+	// The largest body, of random text: Postgres compresses what it can.
+	pad := make([]byte, maxBody)
+	rand.Read(pad)
+	largest := `{"pad":"` + base64.RawURLEncoding.EncodeToString(pad)[:maxBody-10] + `"}`
+	for _, size := range []struct {
+		name  string
+		body  string
+		quota int64
+		// perRound posts per round; settle every settleEvery posts, so
+		// that the pending forwards alone never fill the quota.
+		perRound, settleEvery int
+	}{
+		{"tiny", `{}`, tinyQuota, 30, 5},
+		{"largest", largest, maxQuota, 12, 4},
+	} {
+		for _, mode := range []string{"receiving", "refusing", "stopped"} {
+			t.Run(size.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				backends(t, func(t *testing.T, b *backend) {
+					var received atomic.Int32
+					recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						_, _ = io.Copy(io.Discard, r.Body)
+						received.Add(1)
+						if mode == "refusing" {
+							w.WriteHeader(http.StatusInternalServerError)
+						}
+					}))
+					t.Cleanup(recv.Close)
+					clock := newRefreshClock()
+					bu := setup(t, b, func(c *connect.Config) {
+						c.Now = clock.Now
+						c.IncomingWebhooks = connect.IncomingWebhooksConfig{MaxBody: maxBody, StorageQuota: size.quota, LogInterval: interval}
+						c.Retention = connect.RetentionConfig{Logs: logs}
+						// Two attempts, 5 ms apart, then failed.
+						c.Webhooks = webhooks.DeliveryConfig{Retries: 1, Backoff: 5 * time.Millisecond, Schedule: []time.Duration{},
+							Timeout: 5 * time.Second, PollInterval: 20 * time.Millisecond}
+						c.MaintenanceInterval = -1
+					})
+					urls := []string{recv.URL + "/a", recv.URL + "/b"}
+					if _, err := bu.svc.Environments().Update(t.Context(), bu.env.ID, environments.UpdateInput{WebhookURLs: &urls}); err != nil {
+						t.Fatal(err)
+					}
+					bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"notion","unique_key":"notion"}`})
+					started := mode != "stopped"
+					if started {
+						bu.start(t)
+					}
+					url := bu.srv.URL + "/webhook/dev/notion"
+					// The log entries of the setup go first, so that the
+					// tables hold only what the flood writes.
+					clock.advance(logs + interval)
+					if _, err := bu.svc.Retain(t.Context()); err != nil {
+						t.Fatal(err)
+					}
+					before := measureFlood(t, bu, "notion", true)
+					accepted := 0
+					check := func(when string) {
+						t.Helper()
+						m := measureFlood(t, bu, "notion", false)
+						if m.charged > size.quota {
+							t.Fatalf("%s: %d forwards charged %d bytes, over the quota of %d", when, m.forwards, m.charged, size.quota)
+						}
+						// Charging rows bounds their number however small
+						// the bodies.
+						if limit := int(size.quota / webhooks.ForwardRowOverhead); m.forwards > limit {
+							t.Fatalf("%s: %d forwards kept, more than %d (quota / ForwardRowOverhead)", when, m.forwards, limit)
+						}
+					}
+					flood := func() {
+						t.Helper()
+						for range rounds {
+							for i := range size.perRound {
+								status, code, _ := floodPost(t, url, size.body)
+								switch {
+								case status == 200:
+									accepted++
+								case !started && status == 429 && code == "webhook_storage_full":
+								default:
+									t.Fatalf("post %d: %d %s", i, status, code)
+								}
+								if started && (i+1)%size.settleEvery == 0 {
+									bu.settle(t, 0)
+								}
+							}
+							if started {
+								bu.settle(t, 0)
+							}
+							check(fmt.Sprintf("after %d posts", accepted))
+							clock.advance(interval)
+							if _, err := bu.svc.Retain(t.Context()); err != nil {
+								t.Fatal(err)
+							}
+						}
+					}
+					flood()
+					once := measureFlood(t, bu, "notion", true)
+					flood()
+					twice := measureFlood(t, bu, "notion", true)
+
+					// The forwards: every accepted post was forwarded to
+					// both URLs (and, when the application is reached,
+					// attempted), and the oldest evicted; each kept one
+					// says what became of it.
+					if started {
+						if want := int32(2 * accepted); mode == "receiving" && received.Load() != want {
+							t.Errorf("the application received %d forwards of %d accepted posts, want %d", received.Load(), accepted, want)
+						}
+						if twice.forwards >= 2*accepted {
+							t.Errorf("%d forwards kept of %d accepted posts: none evicted", twice.forwards, accepted)
+						}
+					}
+					for _, d := range bu.deliveries(t, webhooks.DeliveryFilter{Type: webhooks.TypeForward, Limit: 1000, OmitBody: true}) {
+						ok := d.Unverified
+						switch mode {
+						case "receiving":
+							ok = ok && d.Status == webhooks.StatusDelivered && d.Attempts == 1 && d.LastStatusCode == 200
+						case "refusing":
+							ok = ok && d.Status == webhooks.StatusFailed && d.Attempts == 2 && d.LastStatusCode == 500 && d.LastError == "status 500"
+						default:
+							ok = ok && d.Status == webhooks.StatusPending && d.Attempts == 0
+						}
+						if !ok {
+							t.Errorf("forward %+v", d)
+						}
+					}
+
+					// The log: each key at most once per interval, within
+					// the documented bound, whatever the number of posts.
+					for _, m := range []floodMeasure{once, twice} {
+						if len(m.entries) > logBound {
+							t.Errorf("%d log entries of the integration's webhooks, over the bound of %d", len(m.entries), logBound)
+						}
+						last := map[string]time.Time{}
+						for i := len(m.entries) - 1; i >= 0; i-- { // oldest first
+							e := m.entries[i]
+							k := sampleKey(e)
+							if at, ok := last[k]; ok && e.CreatedAt.Sub(at) < interval {
+								t.Errorf("two %s entries %s apart", k, e.CreatedAt.Sub(at))
+							}
+							last[k] = e.CreatedAt
+							if e.Meta["verified"] == true || e.Operation == "enqueue" {
+								t.Errorf("entry of an anonymous post not sampled: %+v", e)
+							}
+						}
+					}
+					keys := map[string]int{}
+					for _, e := range twice.entries {
+						keys[sampleKey(e)]++
+					}
+					t.Logf("%d posts accepted, %d forwards kept, charged %d bytes (quota %d); %d log entries kept: %v",
+						accepted, twice.forwards, twice.charged, size.quota, len(twice.entries), keys)
+
+					// Doubling the flood grows nothing.
+					if twice.charged > once.charged || twice.forwards > once.forwards || len(twice.entries) > len(once.entries) {
+						t.Errorf("a flood as long again grew the Store: forwards %d (%d bytes) then %d (%d bytes); log entries %d then %d",
+							once.forwards, once.charged, twice.forwards, twice.charged, len(once.entries), len(twice.entries))
+					}
+					if b.db == nil {
+						return
+					}
+					// In the database: the rows kept (their bodies
+					// included) grow by no more than the bounds, and the
+					// forwards not at all with a flood as long again. (What they take
+					// on disk with their index entries is within their
+					// charge: see TestForwardChargeCoversRowCost in
+					// store/postgres. The files also hold dead rows until
+					// autovacuum lets new rows reuse their space.)
+					logRowsBound := int64(logBound) * maxSampledEntry
+					for i, m := range []floodMeasure{once, twice} {
+						grown, logGrown := m.deliveryRows-before.deliveryRows, m.logRows-before.logRows
+						t.Logf("after flood %d: rows of webhook_deliveries grew by %d bytes (quota %d), of operations_log by %d (bound %d); "+
+							"the tables' files by %d and %d bytes", i+1, grown, size.quota, logGrown, logRowsBound,
+							m.deliveriesDisk-before.deliveriesDisk, m.logDisk-before.logDisk)
+						if grown > size.quota {
+							t.Errorf("after flood %d: the rows of webhook_deliveries grew by %d bytes, over the quota of %d", i+1, grown, size.quota)
+						}
+						if logGrown > logRowsBound {
+							t.Errorf("after flood %d: the rows of operations_log grew by %d bytes, over the bound of %d", i+1, logGrown, logRowsBound)
+						}
+					}
+					// (The log keeps as many entries; their sizes vary with
+					// their counts of suppressed entries.)
+					if twice.deliveryRows > once.deliveryRows {
+						t.Errorf("a flood as long again grew the rows of webhook_deliveries: %d then %d bytes",
+							once.deliveryRows, twice.deliveryRows)
+					}
+				})
+			})
 		}
 	}
 }

@@ -3,5 +3,7 @@
 // (the log_id that connection errors point at), are listed newest first with
 // filters, and never hold secrets: callers put only identifiers, statuses and
 // short messages in them. Entries are deleted by age ([Pruner]; 15 days by
-// default, see connect.RetentionConfig).
+// default, see connect.RetentionConfig). Entries that requests nobody
+// authenticated can cause go through a [Sampler], which writes at most one
+// per key and interval, counting those it leaves out.
 package oplog

@@ -276,16 +276,28 @@ type DelivererConfig struct {
 	Store Store
 	// SigningKey opens an environment's signing key. Required.
 	SigningKey SigningKeyFunc
-	// Log records every attempt. Optional.
+	// Log records every attempt, sampled for Unverified deliveries (see
+	// Sampler). Optional.
 	Log *oplog.Writer
+	// Sampler samples the log entries of the attempts of Unverified
+	// deliveries (forwards of provider webhooks that anyone may have
+	// sent): at most one per environment, integration and outcome
+	// (delivered, retrying, given_up) in each of its intervals, by Now,
+	// with the count of those left out as meta "suppressed"; each
+	// delivery keeps its own status, last error and attempt count. The
+	// attempts of other deliveries are all logged. Share the incoming
+	// webhook handler's (IncomingConfig.Sampler) to bound what one process
+	// writes for both. Defaults to a Sampler of its own, of
+	// oplog.DefaultSampleInterval.
+	Sampler *oplog.Sampler
 	// Transactor, when set, stores each attempt's outcome and its log
 	// entry atomically. Optional.
 	Transactor store.Transactor
 	// Logger receives the errors of background delivery (a store that
 	// fails). Defaults to discarding them.
 	Logger *slog.Logger
-	// Now stamps attempts (X-Svc-Timestamp) and records. Defaults to
-	// time.Now. Which deliveries are due, and when retries fall due, is
+	// Now stamps attempts (X-Svc-Timestamp) and records, and clocks the
+	// Sampler. Defaults to time.Now. Which deliveries are due, and when retries fall due, is
 	// always decided by the real clock, so that a test may freeze Now.
 	Now func() time.Time
 }
@@ -302,6 +314,7 @@ type Deliverer struct {
 	store      Store
 	signingKey SigningKeyFunc
 	log        *oplog.Writer
+	sampler    *oplog.Sampler
 	tx         store.Transactor
 	logger     *slog.Logger
 	now        func() time.Time
@@ -349,8 +362,11 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Sampler == nil {
+		cfg.Sampler = oplog.NewSampler(oplog.DefaultSampleInterval)
+	}
 	d := &Deliverer{cfg: cfg.Delivery.withDefaults(), store: cfg.Store, signingKey: cfg.SigningKey, log: cfg.Log,
-		tx: cfg.Transactor, logger: cfg.Logger, now: cfg.Now, kick: make(chan struct{}, 1)}
+		sampler: cfg.Sampler, tx: cfg.Transactor, logger: cfg.Logger, now: cfg.Now, kick: make(chan struct{}, 1)}
 	if r, ok := cfg.Store.(AttemptRecorder); ok && cfg.Log != nil {
 		d.recorder = r
 	}
@@ -792,9 +808,11 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // when there is one, otherwise at once, in one transaction when there is a
 // Transactor.
 func (d *Deliverer) save(ctx context.Context, rec *recordQueue, del *Delivery, res attemptResult, budget int) error {
+	e := d.entry(del, res, budget)
 	if rec != nil {
-		e := attemptEntry(del, res, budget)
-		d.log.Stamp(e)
+		if e != nil {
+			d.log.Stamp(e)
+		}
 		// The queue holds a copy: del goes on changing.
 		snapshot := *del
 		rec.add(Attempt{Delivery: &snapshot, Entry: e})
@@ -808,7 +826,7 @@ func (d *Deliverer) save(ctx context.Context, rec *recordQueue, del *Delivery, r
 		if err != nil {
 			return err
 		}
-		return d.record(ctx, del, res, budget)
+		return d.record(ctx, e)
 	}
 	if d.tx != nil {
 		// The outcome may be acknowledged before it is on disk: losing it
@@ -821,15 +839,55 @@ func (d *Deliverer) save(ctx context.Context, rec *recordQueue, del *Delivery, r
 	return do(ctx)
 }
 
-// record logs one attempt in the operations log.
-func (d *Deliverer) record(ctx context.Context, del *Delivery, res attemptResult, budget int) error {
-	if d.log == nil {
+// record writes the log entry of an attempt, if it has one.
+func (d *Deliverer) record(ctx context.Context, e *oplog.Entry) error {
+	if e == nil {
 		return nil
 	}
-	if _, err := d.log.Record(ctx, attemptEntry(del, res, budget)); err != nil {
+	if _, err := d.log.Record(ctx, e); err != nil {
 		return fmt.Errorf("webhooks: log delivery attempt: %w", err)
 	}
 	return nil
+}
+
+// Outcomes of an attempt, the Outcome of the oplog.SampleKey of an
+// Unverified delivery's attempt.
+const (
+	outcomeDelivered = "delivered"
+	outcomeRetrying  = "retrying"
+	outcomeGivenUp   = "given_up"
+)
+
+// entry returns the log entry of an attempt: nil without a Log, and for an
+// attempt of an Unverified delivery that the Sampler leaves out.
+func (d *Deliverer) entry(del *Delivery, res attemptResult, budget int) *oplog.Entry {
+	if d.log == nil {
+		return nil
+	}
+	suppressed := 0
+	if del.Unverified {
+		outcome := outcomeRetrying
+		switch {
+		case res.ok:
+			outcome = outcomeDelivered
+		case del.Status == StatusFailed:
+			outcome = outcomeGivenUp
+		}
+		k := oplog.SampleKey{EnvironmentID: del.EnvironmentID, IntegrationKey: del.IntegrationKey, Operation: "delivery", Outcome: outcome}
+		ok, n := d.sampler.Admit(k, d.now())
+		if !ok {
+			return nil
+		}
+		suppressed = n
+	}
+	e := attemptEntry(del, res, budget)
+	if del.Unverified {
+		e.Meta["unverified"] = true
+		if suppressed > 0 {
+			e.Meta["suppressed"] = suppressed
+		}
+	}
+	return e
 }
 
 // attemptEntry is the operations log entry of one attempt.

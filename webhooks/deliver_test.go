@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -1126,6 +1127,9 @@ func (s *batchStore) RecordAttempts(ctx context.Context, as []Attempt) error {
 		} else if err != nil {
 			return err
 		}
+		if a.Entry == nil {
+			continue // not logged
+		}
 		if err := s.AppendLog(ctx, a.Entry); err != nil {
 			return err
 		}
@@ -1188,5 +1192,127 @@ func TestDeliverBatchesStoreCalls(t *testing.T) {
 	// Claims of a lane's worth each, and one that finds none.
 	if c := st.claimCount(); c > n/lanes+1 {
 		t.Errorf("%d claims for %d deliveries in batches of %d, want at most %d", c, n, lanes, n/lanes+1)
+	}
+}
+
+// TestDeliverUnverifiedAttemptsSampled: the attempts of Unverified
+// deliveries (forwards that anyone may have caused) are logged at most once
+// per environment, integration and outcome (delivered, retrying, given up)
+// in each interval of the Sampler, by Now, with the count of those left
+// out; each delivery keeps its own status and attempt count. The attempts
+// of other deliveries are all logged. With and without the Store's batch
+// interface.
+func TestDeliverUnverifiedAttemptsSampled(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+			t.Parallel()
+			ok := newReceiver(t, status(200))
+			down := newReceiver(t, status(500))
+			fs := newFakeStore()
+			var st Store = fs
+			if batch {
+				st = &batchStore{fakeStore: fs}
+			}
+			var mu sync.Mutex
+			now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+			sampler := oplog.NewSampler(time.Minute)
+			d := NewDeliverer(DelivererConfig{Store: st, SigningKey: testKey, Log: &oplog.Writer{Store: fs}, Sampler: sampler,
+				Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+				Delivery: DeliveryConfig{Retries: 1, Backoff: time.Millisecond, Schedule: []time.Duration{},
+					Policy: egress.Policy{AllowLoopback: true}}})
+			if (d.recorder != nil) != batch {
+				t.Fatalf("batch interface used: %v", d.recorder != nil)
+			}
+			add := func(url string, unverified bool) {
+				t.Helper()
+				del := &Delivery{ID: NewID(), EnvironmentID: 1, EventID: NewID(), Type: TypeForward, IntegrationKey: "notion",
+					URL: url, Body: []byte(`{}`), Status: StatusPending, NextAttemptAt: schedNow(), Unverified: unverified}
+				if err := fs.CreateDeliveries(t.Context(), del); err != nil {
+					t.Fatal(err)
+				}
+			}
+			settle := func() {
+				t.Helper()
+				waitFor(t, "every delivery to be final", func() bool {
+					if err := d.DeliverDue(t.Context()); err != nil {
+						t.Fatal(err)
+					}
+					for _, del := range fs.all() {
+						if del.Status == StatusPending {
+							return false
+						}
+					}
+					return true
+				})
+			}
+			const n = 10
+			for range n {
+				add(ok.srv.URL, true)
+				add(down.srv.URL, true)
+			}
+			for range 3 {
+				add(down.srv.URL, false)
+			}
+			settle()
+			for _, del := range fs.all() {
+				want, attempts := StatusFailed, 2
+				if del.URL == ok.srv.URL {
+					want, attempts = StatusDelivered, 1
+				}
+				if del.Status != want || del.Attempts != attempts || !del.Unverified && del.URL == ok.srv.URL {
+					t.Errorf("delivery %+v", del)
+				}
+			}
+			count := func(logs []*oplog.Entry) map[string]int {
+				out := map[string]int{}
+				for _, e := range logs {
+					k := "verified"
+					if e.Meta["unverified"] == true {
+						k = "unverified"
+					}
+					switch msg := e.Message; {
+					case e.Status == oplog.StatusSuccess:
+						k += " delivered"
+					case strings.HasSuffix(msg, "giving up"):
+						k += " given_up"
+					default:
+						k += " retrying"
+					}
+					out[k]++
+				}
+				return out
+			}
+			logs := fs.logsOf("delivery")
+			want := map[string]int{"unverified delivered": 1, "unverified retrying": 1, "unverified given_up": 1,
+				"verified retrying": 3, "verified given_up": 3}
+			if got := count(logs); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%d attempts of unverified deliveries and 6 of others logged %v, want %v", 3*n, got, want)
+			}
+			for _, e := range logs {
+				if e.Meta["suppressed"] != nil {
+					t.Errorf("first entry of its key with suppressed: %+v", e.Meta)
+				}
+			}
+
+			// An interval later: one entry per outcome again, counting
+			// the attempts left out.
+			mu.Lock()
+			now = now.Add(time.Minute)
+			mu.Unlock()
+			add(ok.srv.URL, true)
+			add(down.srv.URL, true)
+			settle()
+			later := fs.logsOf("delivery")[len(logs):]
+			if got := count(later); fmt.Sprint(got) != fmt.Sprint(map[string]int{"unverified delivered": 1,
+				"unverified retrying": 1, "unverified given_up": 1}) {
+				t.Fatalf("entries an interval later: %v", got)
+			}
+			for _, e := range later {
+				if e.Meta["suppressed"] != n-1 {
+					t.Errorf("entry %q counts %v left out, want %d", e.Message, e.Meta["suppressed"], n-1)
+				}
+			}
+		})
 	}
 }

@@ -34,7 +34,8 @@
 // its next attempt: it holds no worker and survives restarts. The claim
 // that starts an attempt counts it in the Store (Delivery.Attempts), so an
 // attempt whose process died before recording its answer is counted too;
-// each recorded attempt is an entry of the operations log. With a Store
+// each recorded attempt is an entry of the operations log (sampled for the
+// forwards of unverified provider webhooks: see below). With a Store
 // that is an [AttemptRecorder] (store/postgres), outcomes are stored in the
 // background, many per statement, while the next POSTs go out. A delivery
 // whose attempts are used up is failed; the host lists and resends those
@@ -47,13 +48,54 @@
 // providers send their webhooks: it verifies the provider's signature when
 // the catalogue describes one, routes the body to connections and hands the
 // Notifier forward events. Bodies over [IncomingConfig].MaxBody (1 MiB by
-// default) are refused with 413. An integration whose provider does not sign
-// accepts deliveries from anyone, so [IncomingConfig].Forwards bounds what
-// its forwards store: in the transaction of each delivery's forwards, the
-// integration's oldest delivered or failed forwards are deleted while its
-// forward bodies exceed MaxForward (256 MiB by default), and a delivery no
-// signature verified is refused with 429 webhook_storage_full when the
-// pending ones alone exceed it.
+// default) are refused with 413.
+//
+// # Bounded storage under anonymous floods
+//
+// An integration whose provider does not sign accepts deliveries from
+// anyone who knows its URL. What such deliveries can make the Service
+// store is bounded:
+//
+//   - Forwards. [IncomingConfig].Forwards bounds the forward deliveries of
+//     each integration: each is charged [ForwardCharge] of its body (the
+//     body, a sixteenth more and [ForwardRowOverhead], 4 KiB, for its row
+//     and index entries, measured on Postgres), and in the transaction of
+//     each delivery's forwards the integration's oldest delivered or
+//     failed forwards are deleted while its charges exceed MaxForward
+//     (256 MiB by default); a delivery no signature verified is refused
+//     with 429 webhook_storage_full when the pending ones alone exceed it.
+//     So, once each delivery's transaction has committed, the forwards of
+//     one integration are charged at most MaxForward bytes in all (only a
+//     verified delivery, which a provider alone can send, is stored past
+//     it).
+//   - Log entries. Their forwards are marked ([Event].Unverified,
+//     [Delivery].Unverified), and every operations log entry that such a
+//     delivery causes goes through an [oplog.Sampler]
+//     ([IncomingConfig].Sampler, [DelivererConfig].Sampler; one shared
+//     Sampler per connect.Service): the handler's entry (accepted,
+//     challenge answered, or refused, the reason as outcome), the
+//     Notifier's (none: the handler's says what it queued) and those of
+//     the delivery attempts of the forwards (delivered, retrying,
+//     given_up). At most one entry is written per environment,
+//     integration and outcome in each interval (one minute by default),
+//     its meta "suppressed" counting those left out. An integration has at
+//     most 10 such outcomes (the 10 signature refusal reasons when its
+//     provider signs; otherwise accepted, challenge, invalid_body,
+//     invalid_challenge, storage_full, enqueue_failed, delivered,
+//     retrying and given_up), and an entry takes at most 5 KiB on disk
+//     (typically under 1 KiB). Over a log retention R and a sampling
+//     interval I, the entries of one integration's unverified deliveries
+//     are at most 10 × (R/I + 1) × 5 KiB per process (the Sampler counts
+//     in memory, per process: N instances write up to N times as much):
+//     216,010 entries and 1.03 GiB at the defaults (15 days, one
+//     minute), typically about 150 MB. A Sampler tracks at most
+//     oplog.MaxSampleKeys keys, so one process writes at most that many
+//     such entries per interval, however many integrations there are.
+//
+// Entries of verified deliveries and of every other webhook are all
+// written: only a provider (or the host) can cause them. The deliveries API
+// keeps each forward's own status, last error and attempt count whatever
+// the log samples.
 //
 // # Retention
 //

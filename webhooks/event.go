@@ -32,6 +32,12 @@ type Event struct {
 	Operation string
 	// Empty marks a sync run that changed nothing.
 	Empty bool
+	// Unverified marks a forwarded provider webhook that no signature
+	// verified (its provider does not sign): anyone who knows the
+	// integration's webhook URL may have caused it. The WebhookNotifier
+	// marks its deliveries (Delivery.Unverified), whose attempts are then
+	// logged sampled, and writes no log entry of its own for it.
+	Unverified bool
 	// Payload is the body: *AuthPayload, *SyncPayload, *AsyncActionPayload
 	// or *ForwardPayload (or any JSON-marshalable value).
 	Payload any

@@ -104,3 +104,17 @@ func ExampleDeliveryConfig_CheckURL() {
 	//   default: webhook URL must not hold a user name or password: receivers authenticate webhooks by their signature
 	//   private networks allowed: webhook URL must not hold a user name or password: receivers authenticate webhooks by their signature
 }
+
+// What forwards count against their integration's storage quota
+// (IncomingConfig.MaxForward, connect.IncomingWebhooksConfig.StorageQuota):
+// a tiny body costs its row, so that a flood of them is bounded as a few
+// large ones are.
+func ExampleForwardCharge() {
+	d := &webhooks.Delivery{Type: webhooks.TypeForward, IntegrationKey: "notion",
+		URL: "https://app.example.com/hooks", Body: []byte(`{}`)}
+	fmt.Println(d.ForwardCharge())
+	fmt.Println(webhooks.ForwardCharge(1<<20, len(d.URL)+len(d.IntegrationKey)))
+	// Output:
+	// 4203
+	// 1118313
+}

@@ -133,6 +133,9 @@ type apiDelivery struct {
 	// NextAttemptAt is when a pending delivery is next attempted; null
 	// when it is not pending, or due at once.
 	NextAttemptAt *string `json:"next_attempt_at"`
+	// Unverified marks the forward of a provider webhook that no
+	// signature verified: its attempts are logged sampled.
+	Unverified bool `json:"unverified"`
 	// Body is the webhook's body as sent: a JSON value (or, for a body
 	// that is not JSON, a string).
 	Body any `json:"body,omitempty"`
@@ -163,6 +166,7 @@ func wireDelivery(d *Delivery, withBody bool) apiDelivery {
 		CreatedAt:         httpapi.Time(d.CreatedAt),
 		UpdatedAt:         httpapi.Time(d.UpdatedAt),
 		DeliveredAt:       httpapi.TimePtr(d.DeliveredAt),
+		Unverified:        d.Unverified,
 	}
 	if d.LastStatusCode != 0 {
 		code := d.LastStatusCode

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -40,7 +39,8 @@ const IncomingPattern = "POST /webhook/{environment}/{integration}"
 const DefaultIncomingMaxBody = 1 << 20
 
 // DefaultForwardQuota is the default IncomingConfig.MaxForward: 256 MiB of
-// forward bodies per integration.
+// forward deliveries per integration, as ForwardCharge counts them (bodies
+// and rows).
 const DefaultForwardQuota = 256 << 20
 
 // forwardRetryAfter is the Retry-After of a delivery refused because the
@@ -161,17 +161,18 @@ type IncomingConfig struct {
 	// Forwards, when set, bounds the forward deliveries each integration
 	// keeps: in the transaction that stores the forward events of a
 	// delivery, Forwards.TrimForwards deletes the integration's oldest
-	// delivered or failed forwards while the bodies of its forwards total
-	// more than MaxForward bytes. When the pending ones alone still exceed
+	// delivered or failed forwards while its forwards total more than
+	// MaxForward bytes, each charged its body and the cost of its row
+	// (ForwardCharge). When the pending ones alone still exceed
 	// it, a delivery that no signature verified is refused with 429
 	// webhook_storage_full (and Retry-After) and its forwards are rolled
 	// back; a verified one is stored regardless. It bounds only what the
 	// Notifier stores through the Store of Forwards (the default
 	// WebhookNotifier over the same Store). Requires Transactor.
 	Forwards ForwardTrimmer
-	// MaxForward is the bound of Forwards, in bytes of bodies per
-	// integration. Defaults to DefaultForwardQuota; negative disables the
-	// bound.
+	// MaxForward is the bound of Forwards, in bytes per integration as
+	// ForwardCharge counts them. Defaults to DefaultForwardQuota; negative
+	// disables the bound.
 	MaxForward int64
 	// MaxScan bounds the connections examined per delivery when
 	// Connections is not a ConnectionFinder. Defaults to
@@ -180,69 +181,36 @@ type IncomingConfig struct {
 	MaxScan int
 	// Now defaults to time.Now; it dates signature timestamps.
 	Now func() time.Time
-	// RefusalLogInterval bounds what anonymous callers can write. A
-	// delivery refused before it was authenticated (a missing or bad
-	// signature, or a bad body sent to an integration whose provider does
-	// not sign) may come from anyone, so its refusal is recorded in the
-	// operations log at most once per environment, integration and reason
-	// in each interval, per process; the entry's meta "suppressed" counts
-	// the refusals left unrecorded since the previous entry. Refused
-	// requests for an unknown environment or integration are never
-	// recorded. Defaults to one minute.
+	// Sampler samples the log entries of deliveries that no signature
+	// verified: anyone who knows an integration's URL may send those, so
+	// each of their entries (accepted, challenge answered, or refused,
+	// with the reason as outcome) is recorded at most once per
+	// environment, integration and outcome in each of its intervals, per
+	// process; the entry's meta "suppressed" counts those left out since
+	// the previous one. Entries of verified deliveries are all recorded;
+	// requests for an unknown environment or integration, over the rate
+	// limit or over MaxBody are never recorded. Share one Sampler with the
+	// Deliverer (DelivererConfig.Sampler), which samples the attempts of
+	// the forwards of such deliveries, to bound what one process writes
+	// for both. Defaults to a Sampler of RefusalLogInterval.
+	Sampler *oplog.Sampler
+	// RefusalLogInterval is the interval of the default Sampler (when
+	// Sampler is nil). Its name is older than the sampling of entries
+	// other than refusals. Defaults to DefaultRefusalLogInterval.
 	RefusalLogInterval time.Duration
 }
 
 // DefaultRefusalLogInterval is the default IncomingConfig.RefusalLogInterval.
-const DefaultRefusalLogInterval = time.Minute
+const DefaultRefusalLogInterval = oplog.DefaultSampleInterval
 
-// maxRefusalKeys bounds the memory of the refusal sampler. When it is full
-// of keys seen within the interval, further refusals are not recorded.
-const maxRefusalKeys = 4096
-
-// refusalSampler admits at most one refusal per key and interval.
-type refusalSampler struct {
-	every time.Duration
-	mu    sync.Mutex
-	seen  map[refusalKey]*refusalCount
-}
-
-type refusalKey struct {
-	env                 int64
-	integration, reason string
-}
-
-type refusalCount struct {
-	at         time.Time
-	suppressed int
-}
-
-// admit reports whether a refusal at now may be recorded and, when it
-// may, how many refusals of its key were not recorded since the last one.
-func (s *refusalSampler) admit(k refusalKey, now time.Time) (bool, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.seen[k]; ok {
-		if now.Sub(c.at) < s.every {
-			c.suppressed++
-			return false, 0
-		}
-		n := c.suppressed
-		c.at, c.suppressed = now, 0
-		return true, n
-	}
-	if len(s.seen) >= maxRefusalKeys {
-		for key, c := range s.seen {
-			if now.Sub(c.at) >= s.every {
-				delete(s.seen, key)
-			}
-		}
-		if len(s.seen) >= maxRefusalKeys {
-			return false, 0
-		}
-	}
-	s.seen[k] = &refusalCount{at: now}
-	return true, 0
-}
+// Outcomes of an incoming delivery (the Outcome of its oplog.SampleKey):
+// those of a delivery that reached routing; a refusal's outcome is its
+// reason (a signature Reason, or invalid_body, invalid_challenge,
+// storage_full or enqueue_failed).
+const (
+	outcomeAccepted  = "accepted"
+	outcomeChallenge = "challenge"
+)
 
 // IncomingHandler returns the handler of POST
 // /webhook/{environment}/{integration}, where providers send their webhooks.
@@ -260,10 +228,11 @@ func (s *refusalSampler) admit(k refusalKey, now time.Time) (bool, int) {
 // connection_config value the data names and, when the integration's
 // ForwardWebhooks is set, gives the Notifier one forward event per matched
 // connection, or one without a connection when none matched (bounded by
-// Forwards and MaxForward: 429 webhook_storage_full). It answers
-// 200 {"success":true} without waiting for delivery. Each delivery that
-// reached an integration gets an operations-log entry, except refusals
-// before authentication, which are sampled (see RefusalLogInterval).
+// Forwards and MaxForward: 429 webhook_storage_full), marked Unverified
+// when no signature verified the delivery. It answers 200
+// {"success":true} without waiting for delivery. Each delivery that
+// reached an integration gets an operations-log entry, sampled when no
+// signature verified it (see Sampler).
 //
 // It panics when a required field of cfg is nil.
 func IncomingHandler(cfg IncomingConfig) http.Handler {
@@ -299,8 +268,11 @@ func IncomingHandler(cfg IncomingConfig) http.Handler {
 	if cfg.RefusalLogInterval <= 0 {
 		cfg.RefusalLogInterval = DefaultRefusalLogInterval
 	}
+	if cfg.Sampler == nil {
+		cfg.Sampler = oplog.NewSampler(cfg.RefusalLogInterval)
+	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	h := &incomingHandler{cfg: cfg, refusals: &refusalSampler{every: cfg.RefusalLogInterval, seen: map[refusalKey]*refusalCount{}}}
+	h := &incomingHandler{cfg: cfg}
 	mux := http.NewServeMux()
 	mux.HandleFunc(IncomingPattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := h.serve(w, r); err != nil {
@@ -311,8 +283,7 @@ func IncomingHandler(cfg IncomingConfig) http.Handler {
 }
 
 type incomingHandler struct {
-	cfg      IncomingConfig
-	refusals *refusalSampler
+	cfg IncomingConfig
 }
 
 // incomingRecord is what the log entry of one delivery says.
@@ -325,7 +296,8 @@ type incomingRecord struct {
 	truncated bool
 	challenge bool
 	reason    string
-	// suppressed counts the like refusals not recorded before this one.
+	// suppressed counts the like entries (same outcome) of unverified
+	// deliveries not recorded before this one.
 	suppressed int
 }
 
@@ -374,7 +346,7 @@ func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 		req := SignedRequest{Method: r.Method, URL: h.requestURL(r, envName, key), Header: r.Header, Body: body}
 		if err := VerifyProviderSignature(sig, webhookSecret(sig, it.Credentials), req, h.cfg.Now()); err != nil {
 			d.reason = SignatureReason(err)
-			h.refused(ctx, d, "Incoming webhook refused: invalid signature ("+d.reason+").")
+			h.record(ctx, d, d.reason, oplog.StatusFailure, "Incoming webhook refused: invalid signature ("+d.reason+").")
 			return errInvalidSignature
 		}
 		d.verified = true
@@ -385,7 +357,7 @@ func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 	doc, err := parseIncoming(body, r.Header.Get("Content-Type"), needJSON)
 	if err != nil {
 		d.reason = "invalid_body"
-		h.refused(ctx, d, "Incoming webhook refused: the body is not valid JSON.")
+		h.record(ctx, d, d.reason, oplog.StatusFailure, "Incoming webhook refused: the body is not valid JSON.")
 		return err
 	}
 
@@ -415,16 +387,16 @@ func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 	if it.ForwardWebhooks {
 		if err := h.forward(ctx, d, groups); errors.Is(err, errStorageFull) {
 			d.reason = "storage_full"
-			h.refused(ctx, d, "Incoming webhook refused: the forwarded webhooks waiting for delivery fill the integration's storage quota.")
+			h.record(ctx, d, d.reason, oplog.StatusFailure, "Incoming webhook refused: the forwarded webhooks waiting for delivery fill the integration's storage quota.")
 			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
 			return err
 		} else if err != nil {
 			d.reason = "enqueue_failed"
-			h.record(ctx, d, oplog.StatusFailure, "Incoming webhook could not be forwarded.")
+			h.record(ctx, d, d.reason, oplog.StatusFailure, "Incoming webhook could not be forwarded.")
 			return err
 		}
 	}
-	h.record(ctx, d, oplog.StatusSuccess, d.summary())
+	h.record(ctx, d, outcomeAccepted, oplog.StatusSuccess, d.summary())
 	httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"success": true})
 	return nil
 }
@@ -506,10 +478,10 @@ func (h *incomingHandler) answerChallenge(w http.ResponseWriter, r *http.Request
 	v, ok := lookupPath(doc, path)
 	if !ok {
 		d.reason = "invalid_challenge"
-		h.refused(r.Context(), d, "Incoming webhook challenge refused: it has no "+path+".")
+		h.record(r.Context(), d, d.reason, oplog.StatusFailure, "Incoming webhook challenge refused: it has no "+path+".")
 		return store.Invalid("invalid_body", "The challenge has no "+path+".")
 	}
-	h.record(r.Context(), d, oplog.StatusSuccess, "Incoming webhook challenge answered.")
+	h.record(r.Context(), d, outcomeChallenge, oplog.StatusSuccess, "Incoming webhook challenge answered.")
 	if s, ok := v.(string); ok {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -777,6 +749,7 @@ func (h *incomingHandler) forward(ctx context.Context, d *incomingRecord, groups
 				IntegrationKey: d.it.UniqueKey,
 				ConnectionID:   g.connectionID,
 				Type:           TypeForward,
+				Unverified:     !d.verified,
 				Payload: &ForwardPayload{
 					From:              d.it.Provider,
 					Type:              TypeForward,
@@ -839,24 +812,21 @@ func (d *incomingRecord) summary() string {
 	return b.String()
 }
 
-// refused records the refusal of a delivery: always when its signature
-// was verified, otherwise (anyone may have sent it) as the sampler allows.
-func (h *incomingHandler) refused(ctx context.Context, d *incomingRecord, msg string) {
+// record writes the delivery's log entry: never the body, a header value or
+// a secret. The entry of a delivery that no signature verified (anyone may
+// have sent it) is written as the Sampler allows, under the outcome given.
+// A failure to record is logged, not returned.
+func (h *incomingHandler) record(ctx context.Context, d *incomingRecord, outcome, status, msg string) {
+	if h.cfg.Log == nil {
+		return
+	}
 	if !d.verified {
-		ok, n := h.refusals.admit(refusalKey{d.env.ID, d.it.UniqueKey, d.reason}, h.cfg.Now())
+		k := oplog.SampleKey{EnvironmentID: d.env.ID, IntegrationKey: d.it.UniqueKey, Operation: "incoming", Outcome: outcome}
+		ok, n := h.cfg.Sampler.Admit(k, h.cfg.Now())
 		if !ok {
 			return
 		}
 		d.suppressed = n
-	}
-	h.record(ctx, d, oplog.StatusFailure, msg)
-}
-
-// record writes the delivery's log entry: never the body, a header value or
-// a secret. A failure to record is logged, not returned.
-func (h *incomingHandler) record(ctx context.Context, d *incomingRecord, status, msg string) {
-	if h.cfg.Log == nil {
-		return
 	}
 	meta := map[string]any{
 		"provider":  d.it.Provider,

@@ -1002,3 +1002,140 @@ func TestIncomingForwardQuota(t *testing.T) {
 	}()
 	newFixture(t, func(c *webhooks.IncomingConfig) { c.Forwards, c.Transactor = trim, nil })
 }
+
+// extraCatalog is a catalogue with providers added.
+type extraCatalog struct {
+	webhooks.ProviderCatalog
+	extra map[string]*integrations.Provider
+}
+
+func (c extraCatalog) Get(name string) (*integrations.Provider, bool) {
+	if p, ok := c.extra[name]; ok {
+		return p, true
+	}
+	return c.ProviderCatalog.Get(name)
+}
+
+// TestIncomingUnverifiedEntriesAreSampled: every log entry of a delivery
+// that no signature verified (anyone may send it: accepted, challenge
+// answered or refused, forwarded or not) is recorded at most once per
+// environment, integration and outcome in each interval of the Sampler,
+// with the count of those left out; its forward events are marked
+// Unverified. Verified deliveries are all recorded, their forwards
+// unmarked.
+func TestIncomingUnverifiedEntriesAreSampled(t *testing.T) {
+	t.Parallel()
+	now := fixedNow
+	var mu sync.Mutex
+	sampler := oplog.NewSampler(time.Minute)
+	f := newFixture(t, func(c *webhooks.IncomingConfig) {
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		c.Sampler = sampler
+		// A provider that does not sign, with a challenge and routing.
+		c.Providers = extraCatalog{c.Providers, map[string]*integrations.Provider{"anon": {Name: "anon",
+			WebhookRouting: &integrations.WebhookRouting{
+				Challenge:  &integrations.WebhookChallenge{Path: "type", Value: "verify", ResponsePath: "challenge"},
+				Connection: &integrations.WebhookConnection{Path: "account", ConnectionConfigKey: "account"},
+			}}}}
+		c.Integrations.(fakeIntegrations)["anon"] = &integrations.Integration{ID: 100, EnvironmentID: 7, UniqueKey: "anon",
+			Provider: "anon", ForwardWebhooks: true}
+	})
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	entries := func() []*oplog.Entry {
+		f.log.mu.Lock()
+		defer f.log.mu.Unlock()
+		return append([]*oplog.Entry(nil), f.log.entries...)
+	}
+	post := func(path, body string, h http.Header, want int) {
+		t.Helper()
+		if r := f.post(t, path, h, body); r.status != want {
+			t.Fatalf("POST %s %q: %d %s, want %d", path, body, r.status, r.body, want)
+		}
+	}
+	jsonHdr := hdr("Content-Type", "application/json")
+	const n = 20
+	for range n {
+		post("/webhook/dev/plain", `{"a":1}`, nil, 200)
+		post("/webhook/dev/anon", `{"account":"x"}`, jsonHdr, 200)
+		post("/webhook/dev/anon", `{"type":"verify","challenge":"c-1"}`, jsonHdr, 200)
+		post("/webhook/dev/anon", `{"type":"verify"}`, jsonHdr, 400)
+		post("/webhook/dev/anon", `{"account":`, jsonHdr, 400)
+	}
+	for _, e := range f.cap.all() {
+		if !e.Unverified {
+			t.Fatalf("forward of an unsigned delivery not marked unverified: %+v", e)
+		}
+	}
+	if got := len(f.cap.all()); got != 2*n {
+		t.Fatalf("%d forward events, want %d", got, 2*n)
+	}
+	type key struct{ integration, outcome string }
+	outcome := func(e *oplog.Entry) key {
+		o, _ := e.Meta["reason"].(string)
+		switch {
+		case o != "":
+		case e.Meta["challenge"] == true:
+			o = "challenge"
+		default:
+			o = "accepted"
+		}
+		return key{e.IntegrationKey, o}
+	}
+	first := entries()
+	got := map[key]int{}
+	for _, e := range first {
+		got[outcome(e)]++
+		if e.Meta["verified"] != false || e.Meta["suppressed"] != nil {
+			t.Errorf("entry %+v", e)
+		}
+	}
+	want := map[key]int{{"plain", "accepted"}: 1, {"anon", "accepted"}: 1, {"anon", "challenge"}: 1,
+		{"anon", "invalid_challenge"}: 1, {"anon", "invalid_body"}: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%d unverified deliveries wrote entries %v, want one per integration and outcome %v", 5*n, got, want)
+	}
+	// The Sampler given is the one used: the key is taken for this interval.
+	if ok, _ := sampler.Admit(oplog.SampleKey{EnvironmentID: 7, IntegrationKey: "plain", Operation: "incoming", Outcome: "accepted"}, fixedNow); ok {
+		t.Error("the handler did not use the Sampler of its config")
+	}
+
+	// Verified deliveries are all recorded, and not marked.
+	body := `{"installation":{"id":456}}`
+	for range 5 {
+		post("/webhook/dev/gh", body, githubHeader(ghSecret, body), 200)
+	}
+	if got := len(entries()) - len(first); got != 5 {
+		t.Errorf("5 verified deliveries wrote %d entries", got)
+	}
+	for _, e := range f.cap.all()[2*n:] {
+		if e.Unverified {
+			t.Errorf("forward of a verified delivery marked unverified: %+v", e)
+		}
+	}
+
+	// An interval later, one more entry per outcome, counting those left
+	// out (and, for plain, the probe of the Sampler above).
+	before := len(entries())
+	advance(time.Minute)
+	post("/webhook/dev/plain", `{"a":1}`, nil, 200)
+	post("/webhook/dev/anon", `{"type":"verify"}`, jsonHdr, 400)
+	post("/webhook/dev/plain", `{"a":1}`, nil, 200)
+	es := entries()[before:]
+	if len(es) != 2 || outcome(es[0]) != (key{"plain", "accepted"}) || es[0].Meta["suppressed"] != n {
+		t.Fatalf("entries after the interval: %+v", es)
+	}
+	if outcome(es[1]) != (key{"anon", "invalid_challenge"}) || es[1].Meta["suppressed"] != n-1 {
+		t.Errorf("entry of a refusal after the interval: %+v", es[1])
+	}
+
+	// A Notifier that fails: its refusals (enqueue_failed) are sampled too.
+	f.cap.err = errors.New("outbox down")
+	before = len(entries())
+	for range 5 {
+		post("/webhook/dev/plain", `{"a":1}`, nil, 500)
+	}
+	es = entries()[before:]
+	if len(es) != 1 || es[0].Status != oplog.StatusFailure || es[0].Meta["reason"] != "enqueue_failed" {
+		t.Errorf("entries of 5 failed forwards: %+v", es)
+	}
+}

@@ -74,7 +74,10 @@ type NotifierConfig struct {
 	// event atomic when the caller is not in a transaction already.
 	// Optional.
 	Transactor store.Transactor
-	// Log records an entry per event that produced deliveries. Optional.
+	// Log records an entry per event that produced deliveries, except
+	// Unverified events: anyone may cause those, and the incoming webhook
+	// handler's entry of the delivery (sampled: see
+	// IncomingConfig.Sampler) says how many forwards it queued. Optional.
 	Log *oplog.Writer
 	// From is the "from" of the bodies; defaults to DefaultFrom.
 	From string
@@ -140,7 +143,8 @@ func Destinations(envURLs []string, override string) []string {
 // delivery job, using ctx so that with a context from Store.WithTx they
 // exist if and only if that transaction commits. An event
 // disabled by the environment's settings, or with no destination, is
-// dropped without error.
+// dropped without error. The deliveries of an Unverified event are marked
+// Unverified, and it gets no log entry (see NotifierConfig.Log).
 func (n *WebhookNotifier) Notify(ctx context.Context, e Event) error {
 	cfg := n.cfg
 	if cfg.Environments == nil || cfg.Store == nil || cfg.Scheduler == nil {
@@ -193,6 +197,7 @@ func (n *WebhookNotifier) Notify(ctx context.Context, e Event) error {
 			CreatedAt:      now,
 			UpdatedAt:      now,
 			NextAttemptAt:  schedNow(),
+			Unverified:     e.Unverified,
 		}
 		ids[i] = ds[i].ID
 	}
@@ -203,26 +208,8 @@ func (n *WebhookNotifier) Notify(ctx context.Context, e Event) error {
 		if err := cfg.Scheduler.Enqueue(ctx, NewJob()); err != nil {
 			return fmt.Errorf("webhooks: enqueue deliveries: %w", err)
 		}
-		if cfg.Log != nil {
-			msg := fmt.Sprintf("%s webhook queued for %d destination(s)", e.Type, len(urls))
-			if e.Operation != "" {
-				msg = fmt.Sprintf("%s (%s) webhook queued for %d destination(s)", e.Type, e.Operation, len(urls))
-			}
-			meta := map[string]any{"event_id": eventID, "webhook_type": e.Type, "delivery_ids": ids, "urls": redactAll(urls)}
-			if e.Operation != "" {
-				meta["operation"] = e.Operation
-			}
-			if _, err := cfg.Log.Record(ctx, &oplog.Entry{
-				EnvironmentID:  e.EnvironmentID,
-				Type:           "webhook",
-				Operation:      "enqueue",
-				IntegrationKey: e.IntegrationKey,
-				ConnectionID:   e.ConnectionID,
-				Message:        msg,
-				Meta:           meta,
-			}); err != nil {
-				return fmt.Errorf("webhooks: log: %w", err)
-			}
+		if cfg.Log != nil && !e.Unverified {
+			return n.record(ctx, e, eventID, ids, urls)
 		}
 		return nil
 	}
@@ -230,6 +217,30 @@ func (n *WebhookNotifier) Notify(ctx context.Context, e Event) error {
 		return cfg.Transactor.WithTx(ctx, do)
 	}
 	return do(ctx)
+}
+
+// record writes the log entry of an event that produced deliveries.
+func (n *WebhookNotifier) record(ctx context.Context, e Event, eventID string, ids, urls []string) error {
+	msg := fmt.Sprintf("%s webhook queued for %d destination(s)", e.Type, len(urls))
+	if e.Operation != "" {
+		msg = fmt.Sprintf("%s (%s) webhook queued for %d destination(s)", e.Type, e.Operation, len(urls))
+	}
+	meta := map[string]any{"event_id": eventID, "webhook_type": e.Type, "delivery_ids": ids, "urls": redactAll(urls)}
+	if e.Operation != "" {
+		meta["operation"] = e.Operation
+	}
+	if _, err := n.cfg.Log.Record(ctx, &oplog.Entry{
+		EnvironmentID:  e.EnvironmentID,
+		Type:           "webhook",
+		Operation:      "enqueue",
+		IntegrationKey: e.IntegrationKey,
+		ConnectionID:   e.ConnectionID,
+		Message:        msg,
+		Meta:           meta,
+	}); err != nil {
+		return fmt.Errorf("webhooks: log: %w", err)
+	}
+	return nil
 }
 
 // NewID returns a random id (a version 4 UUID), as used for deliveries and

@@ -503,3 +503,45 @@ func TestNewID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestNotifyUnverified: the deliveries of an Unverified event (a forward
+// that anyone may have caused) are marked Unverified, for the Deliverer to
+// sample their attempts' log entries, and the event writes no log entry of
+// its own (the incoming webhook handler's, sampled, says what it queued);
+// other events' deliveries are not marked and each gets its entry.
+func TestNotifyUnverified(t *testing.T) {
+	t.Parallel()
+	n, st, _ := newTestNotifier(t, environments.WebhookSettings{SendForward: true}, "https://a.example/hook", "https://b.example/hook")
+	forward := func(unverified bool) Event {
+		return Event{EnvironmentID: 1, IntegrationKey: "notion", Type: TypeForward, Unverified: unverified,
+			Payload: &ForwardPayload{From: "notion", Type: TypeForward, ProviderConfigKey: "notion", Payload: json.RawMessage(`{}`)}}
+	}
+	for range 3 {
+		if err := n.Notify(t.Context(), forward(true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds := st.all()
+	if len(ds) != 6 {
+		t.Fatalf("%d deliveries of 3 events to 2 URLs", len(ds))
+	}
+	for _, d := range ds {
+		if !d.Unverified {
+			t.Errorf("delivery of an unverified event not marked: %+v", d)
+		}
+	}
+	if logs := st.logsOf("enqueue"); len(logs) != 0 {
+		t.Errorf("unverified events logged: %+v", logs)
+	}
+	if err := n.Notify(t.Context(), forward(false)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range st.all()[6:] {
+		if d.Unverified {
+			t.Errorf("delivery of a verified event marked: %+v", d)
+		}
+	}
+	if logs := st.logsOf("enqueue"); len(logs) != 1 {
+		t.Errorf("a verified event logged %d entries", len(logs))
+	}
+}

@@ -51,6 +51,12 @@ type Delivery struct {
 	// moves it to the end of the claim's lease, so that no other process
 	// takes it meanwhile. The zero time is due at once, before the others.
 	NextAttemptAt time.Time
+	// Unverified marks the forward of a provider webhook that no
+	// signature verified (Event.Unverified): anyone may have caused it, so
+	// the Deliverer logs its attempts sampled (DelivererConfig.Sampler).
+	// Its own status, last error and attempt count are kept as for any
+	// delivery. Set when it is created; never changed.
+	Unverified bool
 }
 
 // DeliveryFilter selects deliveries of one environment. Zero fields match
@@ -132,7 +138,8 @@ type Requeuer interface {
 
 // Attempt is the outcome of one delivery attempt: the delivery with its
 // updated fields (those UpdateDelivery replaces) and the attempt's
-// operations log entry.
+// operations log entry, nil when the attempt is not logged (an attempt of
+// an Unverified delivery that the Sampler left out).
 type Attempt struct {
 	Delivery *Delivery
 	Entry    *oplog.Entry
@@ -146,8 +153,9 @@ type Attempt struct {
 // only means the webhook is delivered again. Without it, the Deliverer uses
 // UpdateDelivery and AppendLog in one transaction per attempt.
 type AttemptRecorder interface {
-	// RecordAttempts stores each attempt. An attempt whose delivery no
-	// longer exists is skipped, with its log entry.
+	// RecordAttempts stores each attempt, and its log entry when it has
+	// one. An attempt whose delivery no longer exists is skipped, with its
+	// log entry.
 	RecordAttempts(ctx context.Context, as []Attempt) error
 }
 
@@ -162,12 +170,13 @@ type Pruner interface {
 	// each deletes other deliveries. A limit of 0 or less deletes none.
 	DeleteDeliveriesBefore(ctx context.Context, before time.Time, limit int) (int, error)
 	// TrimForwards bounds the forward deliveries (Type TypeForward) of
-	// one integration: while the bodies of all of them (pending, delivered
-	// and failed) total more than max bytes, it deletes the delivered and
-	// failed ones, the oldest (by CreatedAt, then ID) first. It returns
-	// the total left, which stays above max when the pending ones alone
-	// exceed it. Concurrent calls for the same integration take turns; in
-	// a transaction (Store.WithTx), the total and the deletions are those
-	// of that transaction.
+	// one integration: while the charges (Delivery.ForwardCharge: the
+	// body and what its row costs beyond it) of all of them
+	// (pending, delivered and failed) total more than max bytes, it
+	// deletes the delivered and failed ones, the oldest (by CreatedAt,
+	// then ID) first. It returns the total left, which stays above max
+	// when the pending ones alone exceed it. Concurrent calls for the same
+	// integration take turns; in a transaction (Store.WithTx), the total
+	// and the deletions are those of that transaction.
 	TrimForwards(ctx context.Context, environmentID int64, integrationKey string, max int64) (int64, error)
 }

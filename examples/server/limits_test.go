@@ -64,10 +64,17 @@ func TestStorageSettings(t *testing.T) {
 	t.Parallel()
 	var cfg connect.Config
 	err := storageLimits(envFunc(map[string]string{"CONNECT_WEBHOOK_DELIVERY_RETENTION": "7d", "CONNECT_LOG_RETENTION": "36h",
-		"CONNECT_INCOMING_WEBHOOK_MAX_BODY": "65536", "CONNECT_INCOMING_WEBHOOK_QUOTA": "off"}), &cfg)
+		"CONNECT_INCOMING_WEBHOOK_MAX_BODY": "65536", "CONNECT_INCOMING_WEBHOOK_QUOTA": "off",
+		"CONNECT_INCOMING_WEBHOOK_LOG_INTERVAL": "5m"}), &cfg)
 	if err != nil || cfg.Retention.WebhookDeliveries != 7*24*time.Hour || cfg.Retention.Logs != 36*time.Hour ||
-		cfg.IncomingWebhooks.MaxBody != 65536 || cfg.IncomingWebhooks.StorageQuota >= 0 {
+		cfg.IncomingWebhooks.MaxBody != 65536 || cfg.IncomingWebhooks.StorageQuota >= 0 || cfg.IncomingWebhooks.LogInterval != 5*time.Minute {
 		t.Errorf("storageLimits = %+v %+v, %v", cfg.Retention, cfg.IncomingWebhooks, err)
+	}
+	for _, bad := range []string{"0", "5", "500ms", "-1m", "soon"} {
+		err := storageLimits(envFunc(map[string]string{"CONNECT_INCOMING_WEBHOOK_LOG_INTERVAL": bad}), &connect.Config{})
+		if err == nil || !strings.Contains(err.Error(), "CONNECT_INCOMING_WEBHOOK_LOG_INTERVAL") {
+			t.Errorf("CONNECT_INCOMING_WEBHOOK_LOG_INTERVAL=%q: %v", bad, err)
+		}
 	}
 	cfg = connect.Config{}
 	err = storageLimits(envFunc(map[string]string{"CONNECT_LOG_RETENTION": "forever", "CONNECT_INCOMING_WEBHOOK_QUOTA": "1048576"}), &cfg)

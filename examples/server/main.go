@@ -209,8 +209,11 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 // and CONNECT_LOG_RETENTION (how long finished webhook deliveries and
 // operations log entries are kept: a Go duration such as 720h, a number of
 // days such as 30d, or "forever"), CONNECT_INCOMING_WEBHOOK_MAX_BODY and
-// CONNECT_INCOMING_WEBHOOK_QUOTA (bytes; the quota may be "off"). Unset
-// ones keep the library's defaults (30 days, 15 days, 1 MiB, 256 MiB).
+// CONNECT_INCOMING_WEBHOOK_QUOTA (bytes; the quota may be "off"), and
+// CONNECT_INCOMING_WEBHOOK_LOG_INTERVAL (how often each integration's log
+// entries of unverified webhooks are written, per outcome: a duration such
+// as 5m). Unset ones keep the library's defaults (30 days, 15 days, 1 MiB,
+// 256 MiB, 1 minute).
 func storageLimits(getenv func(string) string, cfg *connect.Config) error {
 	var err error
 	if cfg.Retention.WebhookDeliveries, err = retention(getenv, "CONNECT_WEBHOOK_DELIVERY_RETENTION"); err != nil {
@@ -222,8 +225,17 @@ func storageLimits(getenv func(string) string, cfg *connect.Config) error {
 	if cfg.IncomingWebhooks.MaxBody, err = byteCount(getenv, "CONNECT_INCOMING_WEBHOOK_MAX_BODY", false); err != nil {
 		return err
 	}
-	cfg.IncomingWebhooks.StorageQuota, err = byteCount(getenv, "CONNECT_INCOMING_WEBHOOK_QUOTA", true)
-	return err
+	if cfg.IncomingWebhooks.StorageQuota, err = byteCount(getenv, "CONNECT_INCOMING_WEBHOOK_QUOTA", true); err != nil {
+		return err
+	}
+	if v := getenv("CONNECT_INCOMING_WEBHOOK_LOG_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("CONNECT_INCOMING_WEBHOOK_LOG_INTERVAL %q must be a duration of at least 1s such as 5m", v)
+		}
+		cfg.IncomingWebhooks.LogInterval = d
+	}
+	return nil
 }
 
 // retention reads a retention period: 0 when unset (the default), negative

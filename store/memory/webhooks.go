@@ -272,8 +272,9 @@ func (s *Store) DeleteDeliveriesBefore(ctx context.Context, before time.Time, li
 }
 
 // TrimForwards deletes the oldest delivered or failed forward deliveries
-// of the integration while the bodies of its forward deliveries total more
-// than max bytes, and returns the total left.
+// of the integration while its forward deliveries, each charged
+// webhooks.ForwardCharge of its body and text, total more than max bytes,
+// and returns the total left.
 func (s *Store) TrimForwards(ctx context.Context, environmentID int64, integrationKey string, max int64) (int64, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -286,7 +287,7 @@ func (s *Store) TrimForwards(ctx context.Context, environmentID int64, integrati
 		if d.Type != webhooks.TypeForward || d.EnvironmentID != environmentID || d.IntegrationKey != integrationKey {
 			continue
 		}
-		total += int64(len(d.Body))
+		total += d.ForwardCharge()
 		if d.Status != webhooks.StatusPending {
 			finished = append(finished, d)
 		}
@@ -298,7 +299,7 @@ func (s *Store) TrimForwards(ctx context.Context, environmentID int64, integrati
 			break
 		}
 		delete(s.d.deliveries, d.ID)
-		total -= int64(len(d.Body))
+		total -= d.ForwardCharge()
 	}
 	return total, nil
 }

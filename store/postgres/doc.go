@@ -136,23 +136,29 @@
 //     store.SealedValues; re-sealing one leaves the task's version alone.
 //   - webhook_deliveries: the outbox of outgoing webhooks; text id primary
 //     key; environment_id references environments, ON DELETE CASCADE; body
-//     bytea, so that the signed bytes come back exactly; indexes for
+//     bytea, so that the signed bytes come back exactly; unverified, the
+//     mark of forwards of provider webhooks no signature verified
+//     (migration 017); indexes for
 //     listing by environment, by environment and connection, and the failed
 //     ones of an environment, newest first; the due index of pending
 //     deliveries (next_attempt_at, id), which the function
 //     claim_webhook_attempts reads in order (a function so that its plan
 //     can be pinned to that index: see migration 007) while it counts the
-//     attempt each claim starts (migration 009; claim_webhook_deliveries,
-//     which does not count, stays for processes of the version before);
+//     attempt each claim starts (migration 009, recreated by 017 to return
+//     unverified too; claim_webhook_deliveries, which does not count,
+//     stays for processes of older versions);
 //     partial indexes of the finished deliveries by updated_at, for
 //     retention (DeleteDeliveriesBefore), and of the finished forward
 //     deliveries of each integration, oldest first, for its quota
 //     (TrimForwards; migration 016). Retention deletes by id = ANY(array)
 //     of the rows it picks, so that no plan scans the table.
-//   - webhook_forward_usage: per (environment, integration), the bytes of
-//     the bodies of its forward deliveries, kept in the statements that
-//     insert and delete deliveries (migration 016, which counted the
-//     forwards stored before it). A forward's insert locks its
+//   - webhook_forward_usage: per (environment, integration), what its
+//     forward deliveries are charged (webhooks.ForwardCharge: the body, a
+//     sixteenth more, three times the URL, integration key and connection
+//     id, and 4096 bytes per row), kept in the statements that insert and
+//     delete deliveries (migration 016, which counted the bodies of the
+//     forwards stored before it; migration 017 counts them all again with
+//     the charge). A forward's insert locks its
 //     integration's row until the end of its transaction: forwards of one
 //     integration commit in turn.
 //   - connection_changes: the change feed (migration 011): one row per

@@ -75,3 +75,6 @@ func (s *Store) ReadConnections(ctx context.Context, keys [][3]any) ([]*connecti
 func (s *Store) RetentionSQL() (deliveries, logs, trim string) {
 	return s.text(qDeleteDeliveriesBefore), s.text(qDeleteLogsBefore), s.text(qTrimForwards)
 }
+
+// ForwardChargeSQL is the SQL of webhooks.ForwardCharge of a row's body.
+var ForwardChargeSQL = forwardCharge

@@ -117,3 +117,52 @@ func TestRecordAttempts(t *testing.T) {
 		t.Errorf("attempt in a committed transaction not stored: %+v", g)
 	}
 }
+
+// TestRecordAttemptsWithoutEntry: an attempt without a log entry (one the
+// Deliverer's Sampler left out) stores its delivery's outcome and no
+// entry, in one statement with others that have theirs, and in a
+// transaction.
+func TestRecordAttemptsWithoutEntry(t *testing.T) {
+	t.Parallel()
+	s, _, _ := newStore(t)
+	ctx := t.Context()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	env := createEnv(t, s, now)
+	var ds []*webhooks.Delivery
+	for _, id := range []string{"d1", "d2", "d3"} {
+		ds = append(ds, &webhooks.Delivery{ID: id, EnvironmentID: env.ID, EventID: "e1", Type: webhooks.TypeForward, URL: "https://x.example",
+			Body: []byte(`{}`), Status: webhooks.StatusPending, CreatedAt: now, UpdatedAt: now, Unverified: true})
+	}
+	if err := s.CreateDeliveries(ctx, ds...); err != nil {
+		t.Fatal(err)
+	}
+	at := now.Add(time.Second)
+	done := func(d *webhooks.Delivery) *webhooks.Delivery {
+		c := *d
+		c.Status, c.Attempts, c.LastStatusCode, c.UpdatedAt, c.DeliveredAt = webhooks.StatusDelivered, 1, 200, at, &at
+		return &c
+	}
+	entry := &oplog.Entry{ID: "log1", EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Status: "success",
+		Message: "m", CreatedAt: at}
+	if err := s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[0])}, {Delivery: done(ds[1]), Entry: entry}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WithTx(ctx, func(ctx context.Context) error {
+		return s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[2])}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		g, err := s.GetDelivery(ctx, d.ID)
+		if err != nil || g.Status != webhooks.StatusDelivered || g.Attempts != 1 || !g.Unverified {
+			t.Errorf("%s = %+v, %v", d.ID, g, err)
+		}
+	}
+	logs, err := s.ListLogs(ctx, oplog.Filter{EnvironmentID: env.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(logs) != 1 || logs[0].ID != "log1" {
+		t.Errorf("log entries %+v, want log1 alone", logs)
+	}
+}

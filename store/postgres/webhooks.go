@@ -22,11 +22,18 @@ const DefaultDeliveriesLimit = 100
 
 const deliveryColumns = `id, environment_id, event_id, type, integration_key, connection_id, url,
 	body, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at,
-	next_attempt_at`
+	next_attempt_at, unverified`
 
 // deliveryColumnCount is the number of columns in deliveryColumns: the
 // number of parameters per delivery of CreateDeliveries.
-const deliveryColumnCount = 16
+const deliveryColumnCount = 17
+
+// forwardCharge is the SQL of webhooks.ForwardCharge of a forward
+// delivery's row: what it counts in webhook_forward_usage. Migration 017
+// spells it out too.
+var forwardCharge = fmt.Sprintf("(octet_length(body)::bigint + octet_length(body) / %d"+
+	" + %d * (octet_length(url) + octet_length(integration_key) + octet_length(connection_id))::bigint + %d)",
+	webhooks.ForwardBodyDivisor, webhooks.ForwardTextFactor, webhooks.ForwardRowOverhead)
 
 // maxDeliveriesPerStatement keeps CreateDeliveries under Postgres's limit of
 // 65535 parameters per statement.
@@ -49,6 +56,7 @@ type deliveryRow struct {
 	UpdatedAt      time.Time  `db:"updated_at"`
 	DeliveredAt    *time.Time `db:"delivered_at"`
 	NextAttemptAt  time.Time  `db:"next_attempt_at"`
+	Unverified     bool       `db:"unverified"`
 }
 
 func (r *deliveryRow) delivery() *webhooks.Delivery {
@@ -73,6 +81,7 @@ func (r *deliveryRow) delivery() *webhooks.Delivery {
 		UpdatedAt:      r.UpdatedAt.UTC(),
 		DeliveredAt:    utcPtr(r.DeliveredAt),
 		NextAttemptAt:  r.NextAttemptAt.UTC(),
+		Unverified:     r.Unverified,
 	}
 }
 
@@ -85,8 +94,9 @@ var (
 	qCreateDeliveriesHead = newQuery(`
 	WITH input (` + deliveryColumns + `) AS (VALUES `)
 	//
-	// The bodies of forward deliveries are added to their integration's
-	// row of webhook_forward_usage (migration 016), in the same statement.
+	// The charges of forward deliveries (forwardCharge) are added to their
+	// integration's row of webhook_forward_usage (migration 016), in the
+	// same statement.
 	qCreateDeliveriesTail = newQuery(`),
 	refused AS (
 		SELECT 1 FROM input i
@@ -97,7 +107,7 @@ var (
 	),
 	usage AS (
 		INSERT INTO {s}.webhook_forward_usage AS u (environment_id, integration_key, bytes)
-		SELECT environment_id, integration_key, sum(octet_length(body)) FROM input
+		SELECT environment_id, integration_key, sum(` + forwardCharge + `) FROM input
 		WHERE type = 'forward' AND NOT EXISTS (SELECT 1 FROM refused)
 		GROUP BY environment_id, integration_key
 		ON CONFLICT (environment_id, integration_key) DO UPDATE SET bytes = u.bytes + EXCLUDED.bytes
@@ -111,7 +121,7 @@ var (
 	// qListDeliveriesOmitBody is qListDeliveries without the bodies.
 	qListDeliveriesOmitBody = newQuery(`SELECT id, environment_id, event_id, type, integration_key, connection_id, url,
 	NULL::bytea AS body, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at,
-	next_attempt_at FROM {s}.webhook_deliveries`)
+	next_attempt_at, unverified FROM {s}.webhook_deliveries`)
 	// qWebhookDeliveriesTable is the outbox table's qualified name, for
 	// statements built per call.
 	qWebhookDeliveriesTable = newQuery(`{s}.webhook_deliveries`)
@@ -119,7 +129,8 @@ var (
 	// one statement, committed without waiting for the WAL flush
 	// (synchronous_commit off for its own implicit transaction only). Each
 	// array holds one element per attempt; an attempt whose delivery is
-	// gone gets no log entry. It returns the ids of the updated deliveries.
+	// gone gets no log entry, nor does one whose log id is empty (an
+	// attempt not logged). It returns the ids of the updated deliveries.
 	qRecordAttempts = newPreparedQuery(`
 	WITH cfg AS (SELECT set_config('synchronous_commit', 'off', true) AS v),
 	a AS (
@@ -143,7 +154,7 @@ var (
 			integration_key, connection_id, message, meta, created_at)
 		SELECT a.log_id, a.environment_id, a.type, a.operation, a.log_status, a.integration_key,
 			a.connection_id, a.message, a.meta::jsonb, a.created_at
-		FROM a WHERE a.id IN (SELECT id FROM u)
+		FROM a WHERE a.id IN (SELECT id FROM u) AND a.log_id <> ''
 		ON CONFLICT DO NOTHING)
 	SELECT id FROM u`)
 	// qRequeueDelivery returns the row as it was: the outer SELECT reads
@@ -168,8 +179,9 @@ var (
 	// qClaimDeliveries claims the pending deliveries due at $1, at most
 	// $2, earliest due first, skipping rows another transaction has
 	// locked (another process claiming them), moves their claim to $3 and
-	// counts the attempt it starts (claim_webhook_attempts, migration 009;
-	// migration 007 explains why it is a function). The delivery's
+	// counts the attempt it starts (claim_webhook_attempts, migration 009,
+	// which migration 017 makes return unverified too; migration 007
+	// explains why it is a function). The delivery's
 	// NextAttemptAt becomes $3, the lease's end. Unlike qRecordAttempts it
 	// waits for the WAL flush (one per claimed batch): the count of an
 	// attempt is durable before its POST leaves, so that not even a
@@ -177,7 +189,7 @@ var (
 	qClaimDeliveries = newPreparedQuery(`
 	SELECT c.id, c.environment_id, c.event_id, c.type, c.integration_key, c.connection_id, c.url,
 		c.body, c.status, c.attempts, c.last_status_code, c.last_error, c.created_at, c.updated_at,
-		c.delivered_at, $3::timestamptz AS next_attempt_at
+		c.delivered_at, $3::timestamptz AS next_attempt_at, c.unverified
 	FROM {s}.claim_webhook_attempts($1, $2, $3) c`)
 )
 
@@ -186,7 +198,7 @@ var (
 var deliveryValueTypes = [deliveryColumnCount]string{
 	"text", "bigint", "text", "text", "text", "text", "text",
 	"bytea", "text", "integer", "integer", "text", "timestamptz", "timestamptz", "timestamptz",
-	"timestamptz",
+	"timestamptz", "boolean",
 }
 
 // CreateDeliveries stores the deliveries, all or none. An ID already stored,
@@ -244,7 +256,7 @@ func (s *Store) createDeliveries(ctx context.Context, ds []*webhooks.Delivery) e
 		}
 		args = append(args, d.ID, d.EnvironmentID, d.EventID, d.Type, d.IntegrationKey, d.ConnectionID,
 			d.URL, body, d.Status, d.Attempts, d.LastStatusCode, d.LastError, d.CreatedAt, d.UpdatedAt,
-			utcPtr(d.DeliveredAt), d.NextAttemptAt.UTC())
+			utcPtr(d.DeliveredAt), d.NextAttemptAt.UTC(), d.Unverified)
 	}
 	b.WriteString(s.text(qCreateDeliveriesTail))
 	res, err := s.ext(ctx).ExecContext(ctx, b.String(), args...)
@@ -372,6 +384,9 @@ func (s *Store) RecordAttempts(ctx context.Context, as []webhooks.Attempt) error
 			if err != nil {
 				return err
 			}
+			if a.Entry == nil {
+				continue
+			}
 			if err := s.AppendLog(ctx, a.Entry); err != nil {
 				return err
 			}
@@ -421,6 +436,11 @@ func (s *Store) recordAttempts(ctx context.Context, as []webhooks.Attempt) error
 		next[i] = d.NextAttemptAt.UTC().Format(time.RFC3339Nano)
 		if d.DeliveredAt != nil {
 			delivered[i] = sql.NullString{String: d.DeliveredAt.UTC().Format(time.RFC3339Nano), Valid: true}
+		}
+		if e == nil {
+			// Not logged: an empty log id, which the statement skips.
+			created[i] = updated[i]
+			continue
 		}
 		meta, err := jsonArg("meta", e.Meta)
 		if err != nil {
@@ -537,7 +557,7 @@ func (s *Store) RequeueFailed(ctx context.Context, f webhooks.DeliveryFilter, li
 var (
 	// qDeleteDeliveriesBefore deletes finished deliveries by the time of
 	// their final state, through their index (migration 016), skipping
-	// rows that another transaction holds, and takes the bodies of forward
+	// rows that another transaction holds, and takes the charges of forward
 	// deliveries off their integration's usage. The rows picked are
 	// deleted by id = ANY(array), a lookup in the primary key whatever the
 	// statistics say; a join with them may be planned as a scan of the
@@ -551,7 +571,7 @@ var (
 			ORDER BY updated_at
 			LIMIT $2
 			FOR UPDATE SKIP LOCKED))
-		RETURNING environment_id, integration_key, type, octet_length(body) AS n),
+		RETURNING environment_id, integration_key, type, ` + forwardCharge + ` AS n),
 	usage AS (
 		UPDATE {s}.webhook_forward_usage u SET bytes = u.bytes - f.n
 		FROM (SELECT environment_id, integration_key, sum(n) AS n FROM gone WHERE type = 'forward'
@@ -566,13 +586,14 @@ var (
 	FOR UPDATE`)
 	// qTrimForwards deletes, of the $4 oldest finished forward deliveries
 	// of an integration (skipping rows that another transaction holds),
-	// the oldest ones until their bodies total at least $3 bytes, takes
-	// them off the usage, and returns how many it deleted and their bytes.
+	// the oldest ones until their charges total at least $3 bytes, takes
+	// them off the usage, and returns how many it deleted and their
+	// charges.
 	// It deletes by id = ANY(array), as qDeleteDeliveriesBefore does.
 	qTrimForwards = newQuery(`
 	WITH cand AS (
 		SELECT id, n, sum(n) OVER (ORDER BY created_at, id) AS run FROM (
-			SELECT id, created_at, octet_length(body) AS n FROM {s}.webhook_deliveries
+			SELECT id, created_at, ` + forwardCharge + ` AS n FROM {s}.webhook_deliveries
 			WHERE environment_id = $1 AND integration_key = $2 AND type = 'forward' AND status <> 'pending'
 			ORDER BY created_at, id
 			LIMIT $4
@@ -580,7 +601,7 @@ var (
 	gone AS (
 		DELETE FROM {s}.webhook_deliveries
 		WHERE id = ANY(ARRAY(SELECT id FROM cand WHERE run - n < $3))
-		RETURNING octet_length(body) AS n),
+		RETURNING ` + forwardCharge + ` AS n),
 	usage AS (
 		UPDATE {s}.webhook_forward_usage SET bytes = bytes - (SELECT coalesce(sum(n), 0) FROM gone)
 		WHERE environment_id = $1 AND integration_key = $2)
@@ -607,8 +628,9 @@ func (s *Store) DeleteDeliveriesBefore(ctx context.Context, before time.Time, li
 }
 
 // TrimForwards deletes the oldest delivered or failed forward deliveries
-// of the integration while the bodies of its forward deliveries total more
-// than max bytes, and returns the total left. It reads the total from
+// of the integration while its forward deliveries, each charged
+// webhooks.ForwardCharge of its row, total more than max bytes, and
+// returns the total left. It reads the total from
 // webhook_forward_usage and locks it there until its transaction ends (the
 // caller's, if any): concurrent forwards of the integration take turns.
 // Finished deliveries that another transaction holds locked are skipped.

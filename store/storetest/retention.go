@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/embedauth/connect/oplog"
@@ -17,6 +18,7 @@ var retentionTests = []test{
 	{"DeleteLogsBefore", testDeleteLogsBefore},
 	{"TrimForwards", testTrimForwards},
 	{"TrimForwardsTx", testTrimForwardsTx},
+	{"TrimForwardsChargesRows", testTrimForwardsChargesRows},
 }
 
 // finishedDelivery returns a delivery of env with the status, type,
@@ -133,7 +135,8 @@ func testDeleteLogsBefore(t *testing.T, s Store) {
 }
 
 // forwardTotal is TrimForwards with a bound nothing exceeds: the total of
-// the integration's forward bodies.
+// the integration's forward deliveries, each charged
+// webhooks.ForwardCharge of its body.
 func forwardTotal(t *testing.T, ctx context.Context, s Store, env int64, key string) int64 {
 	t.Helper()
 	n, err := s.TrimForwards(ctx, env, key, 1<<50)
@@ -152,6 +155,10 @@ func testTrimForwards(t *testing.T, s Store) {
 	fwd := func(env int64, id, status, key string, created int) *webhooks.Delivery {
 		return finishedDelivery(env, id, status, webhooks.TypeForward, key, created, created+1, hundred)
 	}
+	// The charge of each forward of notion (ids of the same length), and
+	// of zendesk's.
+	c := fwd(env.ID, "f0", webhooks.StatusPending, "notion", 0).ForwardCharge()
+	cz := fwd(env.ID, "o1", webhooks.StatusPending, "zendesk", 0).ForwardCharge()
 	if n := forwardTotal(t, ctx, s, env.ID, "notion"); n != 0 {
 		t.Errorf("total of an integration without deliveries = %d", n)
 	}
@@ -170,34 +177,34 @@ func testTrimForwards(t *testing.T, s Store) {
 	wantErr(t, "CreateDeliveries(duplicate)", s.CreateDeliveries(ctx, fwd(env.ID, "f1", webhooks.StatusPending, "notion", 9)),
 		store.ErrConflict)
 
-	left, err := s.TrimForwards(ctx, env.ID, "notion", 400)
+	left, err := s.TrimForwards(ctx, env.ID, "notion", 4*c)
 	must(t, err)
-	if left != 400 {
-		t.Errorf("within the bound: total %d, want 400", left)
+	if left != 4*c {
+		t.Errorf("within the bound: total %d, want %d", left, 4*c)
 	}
 	all := []string{"a1", "b1", "f1", "f2", "f3", "f4", "o1"}
 	diff(t, "deliveries within the bound", all, deliveryIDs(t, s))
 
-	left, err = s.TrimForwards(ctx, env.ID, "notion", 250)
+	left, err = s.TrimForwards(ctx, env.ID, "notion", 2*c+c/2)
 	must(t, err)
-	if left != 200 {
-		t.Errorf("over the bound: total %d, want 200", left)
+	if left != 2*c {
+		t.Errorf("over the bound: total %d, want %d", left, 2*c)
 	}
 	diff(t, "the two oldest finished forwards deleted", []string{"a1", "b1", "f3", "f4", "o1"}, deliveryIDs(t, s))
 
 	// The pending forward alone exceeds the bound: it stays, and the
 	// total says so.
-	left, err = s.TrimForwards(ctx, env.ID, "notion", 50)
+	left, err = s.TrimForwards(ctx, env.ID, "notion", c/2)
 	must(t, err)
-	if left != 100 {
-		t.Errorf("pending over the bound: total %d, want 100", left)
+	if left != c {
+		t.Errorf("pending over the bound: total %d, want %d", left, c)
 	}
 	diff(t, "only the pending forward left", []string{"a1", "b1", "f3", "o1"}, deliveryIDs(t, s))
-	if n := forwardTotal(t, ctx, s, env.ID, "zendesk"); n != 100 {
-		t.Errorf("other integration: total %d, want 100", n)
+	if n := forwardTotal(t, ctx, s, env.ID, "zendesk"); n != cz {
+		t.Errorf("other integration: total %d, want %d", n, cz)
 	}
-	if n := forwardTotal(t, ctx, s, other.ID, "notion"); n != 100 {
-		t.Errorf("other environment: total %d, want 100", n)
+	if n := forwardTotal(t, ctx, s, other.ID, "notion"); n != c {
+		t.Errorf("other environment: total %d, want %d", n, c)
 	}
 
 	// Retention takes deleted forwards off the total.
@@ -208,8 +215,8 @@ func testTrimForwards(t *testing.T, s Store) {
 	if n := forwardTotal(t, ctx, s, other.ID, "notion"); n != 0 {
 		t.Errorf("other environment after retention: total %d, want 0", n)
 	}
-	if n := forwardTotal(t, ctx, s, env.ID, "notion"); n != 100 {
-		t.Errorf("pending forward after retention: total %d, want 100", n)
+	if n := forwardTotal(t, ctx, s, env.ID, "notion"); n != c {
+		t.Errorf("pending forward after retention: total %d, want %d", n, c)
 	}
 }
 
@@ -219,15 +226,16 @@ func testTrimForwardsTx(t *testing.T, s Store) {
 	ctx := t.Context()
 	env := newEnv(t, s, "dev")
 	hundred := bytes.Repeat([]byte("y"), 100)
-	must(t, s.CreateDeliveries(ctx,
-		finishedDelivery(env.ID, "old", webhooks.StatusDelivered, webhooks.TypeForward, "notion", 0, 1, hundred)))
+	old := finishedDelivery(env.ID, "old", webhooks.StatusDelivered, webhooks.TypeForward, "notion", 0, 1, hundred)
+	c := old.ForwardCharge() // "new" has as long an id
+	must(t, s.CreateDeliveries(ctx, old))
 	err := s.WithTx(ctx, func(ctx context.Context) error {
 		must(t, s.CreateDeliveries(ctx,
 			finishedDelivery(env.ID, "new", webhooks.StatusPending, webhooks.TypeForward, "notion", 5, 5, hundred)))
-		left, err := s.TrimForwards(ctx, env.ID, "notion", 150)
+		left, err := s.TrimForwards(ctx, env.ID, "notion", c+c/2)
 		must(t, err)
-		if left != 100 {
-			t.Errorf("in the transaction: total %d, want 100", left)
+		if left != c {
+			t.Errorf("in the transaction: total %d, want %d", left, c)
 		}
 		if _, err := s.GetDelivery(ctx, "old"); err == nil {
 			t.Errorf("the old forward is still there in the transaction")
@@ -236,7 +244,53 @@ func testTrimForwardsTx(t *testing.T, s Store) {
 	})
 	wantErr(t, "WithTx", err, errRollback)
 	diff(t, "deliveries after the rollback", []string{"old"}, deliveryIDs(t, s))
-	if n := forwardTotal(t, ctx, s, env.ID, "notion"); n != 100 {
-		t.Errorf("after the rollback: total %d, want 100", n)
+	if n := forwardTotal(t, ctx, s, env.ID, "notion"); n != c {
+		t.Errorf("after the rollback: total %d, want %d", n, c)
 	}
+}
+
+// testTrimForwardsChargesRows: each forward is charged its body and its
+// row (Delivery.ForwardCharge: body, URL, integration key and connection
+// id), so that forwards of empty or tiny bodies count against the bound as
+// surely as large ones; the charge is the same whatever the delivery's
+// status, and a deleted forward takes all of it away.
+func testTrimForwardsChargesRows(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	sizes := []int{0, 1, 15, 16, 1000, 70000}
+	var want int64
+	var ds []*webhooks.Delivery
+	for i, n := range sizes {
+		status := webhooks.StatusDelivered
+		if i == len(sizes)-1 {
+			status = webhooks.StatusPending
+		}
+		d := finishedDelivery(env.ID, fmt.Sprint("f", i), status, webhooks.TypeForward, "notion", i, i+1, bytes.Repeat([]byte("z"), n))
+		if i == 1 {
+			d.URL += "/" + strings.Repeat("u", 1000) // a long URL is charged too
+			d.ConnectionID = ""
+		}
+		ds = append(ds, d)
+		want += d.ForwardCharge()
+	}
+	must(t, s.CreateDeliveries(ctx, ds[:3]...))
+	must(t, s.CreateDeliveries(ctx, ds[3:]...))
+	if n := forwardTotal(t, ctx, s, env.ID, "notion"); n != want {
+		t.Fatalf("total of forwards of %v bytes: %d, want %d", sizes, n, want)
+	}
+	text := func(d *webhooks.Delivery) int { return len(d.URL) + len(d.IntegrationKey) + len(d.ConnectionID) }
+	for _, d := range ds {
+		n := len(d.Body)
+		if got, want := d.ForwardCharge(), int64(n+n/16+3*text(d)+4096); got != want {
+			t.Fatalf("charge of a forward of %d bytes and %d of text: %d, want %d", n, text(d), got, want)
+		}
+	}
+	// A bound under one row: every finished forward goes, the pending one
+	// stays, and the total is its charge.
+	left, err := s.TrimForwards(ctx, env.ID, "notion", webhooks.ForwardRowOverhead-1)
+	must(t, err)
+	if last := ds[len(ds)-1].ForwardCharge(); left != last {
+		t.Errorf("after trimming: total %d, want the pending forward's %d", left, last)
+	}
+	diff(t, "forwards left", []string{fmt.Sprint("f", len(sizes)-1)}, deliveryIDs(t, s))
 }

@@ -29,6 +29,7 @@ var deliveryTests = []test{
 	{"InvalidFilter", testDeliveryInvalidFilter},
 	{"RequeueFailed", testDeliveryRequeueFailed},
 	{"RequeueFailedConcurrent", testDeliveryRequeueFailedConcurrent},
+	{"Unverified", testDeliveryUnverified},
 }
 
 func newDeliveryValue(env int64, id string, created int) *webhooks.Delivery {
@@ -738,4 +739,55 @@ func testDeliveryRequeueFailedConcurrent(t *testing.T, s Store) {
 	if len(list) != n {
 		t.Errorf("%d pending, want %d", len(list), n)
 	}
+}
+
+// testDeliveryUnverified: a delivery's Unverified mark (the forward of a
+// provider webhook that no signature verified) is stored as created and
+// read back by every read, claims included; updates and requeues leave it.
+func testDeliveryUnverified(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	anon := newDeliveryValue(env.ID, "anon", 0)
+	anon.Type, anon.Unverified = webhooks.TypeForward, true
+	signed := newDeliveryValue(env.ID, "signed", 1)
+	signed.Type = webhooks.TypeForward
+	must(t, s.CreateDeliveries(ctx, anon, signed))
+	marks := func(what string, ds []*webhooks.Delivery, want map[string]bool) {
+		t.Helper()
+		got := map[string]bool{}
+		for _, d := range ds {
+			got[d.ID] = d.Unverified
+		}
+		diff(t, what, want, got)
+	}
+	both := map[string]bool{"anon": true, "signed": false}
+	for _, id := range []string{"anon", "signed"} {
+		got, err := s.GetDelivery(ctx, id)
+		must(t, err)
+		marks("GetDelivery("+id+")", []*webhooks.Delivery{got}, map[string]bool{id: both[id]})
+	}
+	for _, omit := range []bool{false, true} {
+		list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID, OmitBody: omit})
+		must(t, err)
+		marks(fmt.Sprintf("ListDeliveries(OmitBody %v)", omit), list, both)
+	}
+	claimed, err := s.ClaimDeliveries(ctx, at(10), 10, at(100))
+	must(t, err)
+	marks("ClaimDeliveries", claimed, both)
+
+	// An update does not change the mark, whatever the value it is given.
+	for _, d := range claimed {
+		d.Status, d.UpdatedAt, d.Unverified = webhooks.StatusFailed, at(20), !d.Unverified
+		must(t, s.UpdateDelivery(ctx, d))
+	}
+	_, err = s.RequeueDelivery(ctx, "anon", at(30))
+	must(t, err)
+	n, err := s.RequeueFailed(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID}, 10, at(30))
+	must(t, err)
+	if n != 1 {
+		t.Errorf("RequeueFailed requeued %d, want 1", n)
+	}
+	list, err := s.ListDeliveries(ctx, webhooks.DeliveryFilter{EnvironmentID: env.ID})
+	must(t, err)
+	marks("after updates and requeues", list, both)
 }
