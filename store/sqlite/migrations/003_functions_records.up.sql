@@ -1,0 +1,2 @@
+-- Placeholder until the tables of this group are written.
+SELECT 1;
