@@ -9,6 +9,7 @@ import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/oplog"
 )
 
 // environments.Store
@@ -123,3 +124,20 @@ func (s *Store) IsSessionConnection(ctx context.Context, environmentID int64, id
 func (s *Store) MarkSessionConnection(ctx context.Context, environmentID int64, id int64) error {
 	panic("sqlite: MarkSessionConnection is not implemented yet")
 }
+
+// oplog.Store
+func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
+	panic("sqlite: AppendLog is not implemented yet")
+}
+func (s *Store) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
+	panic("sqlite: AppendLogs is not implemented yet")
+}
+func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
+	panic("sqlite: ListLogs is not implemented yet")
+}
+
+// oplog.Pruner
+func (s *Store) DeleteLogsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	panic("sqlite: DeleteLogsBefore is not implemented yet")
+}
+

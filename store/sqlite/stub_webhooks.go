@@ -6,25 +6,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/webhooks"
 )
-
-// oplog.Store
-func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
-	panic("sqlite: AppendLog is not implemented yet")
-}
-func (s *Store) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
-	panic("sqlite: AppendLogs is not implemented yet")
-}
-func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
-	panic("sqlite: ListLogs is not implemented yet")
-}
-
-// oplog.Pruner
-func (s *Store) DeleteLogsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
-	panic("sqlite: DeleteLogsBefore is not implemented yet")
-}
 
 // webhooks.Store
 func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, until time.Time) ([]*webhooks.Delivery, error) {
