@@ -140,4 +140,3 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 func (s *Store) DeleteLogsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
 	panic("sqlite: DeleteLogsBefore is not implemented yet")
 }
-
