@@ -105,14 +105,19 @@ func (s *Store) CreateConnection(ctx context.Context, c *connections.Connection)
 	return nil
 }
 
+var qGetConnection = defineHot(`SELECT ` + connectionColumns + ` FROM connections
+	WHERE environment_id = ? AND integration_key = ? AND connection_id = ?`)
+
 // GetConnection returns the connection or store.ErrNotFound.
 func (s *Store) GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error) {
 	if err := checkText([]string{integrationKey, connectionID}); err != nil {
 		return nil, err
 	}
-	c, err := scanConnection(s.reader(ctx).QueryRowContext(ctx, `SELECT `+connectionColumns+` FROM connections
-		WHERE environment_id = ? AND integration_key = ? AND connection_id = ?`,
-		environmentID, integrationKey, connectionID))
+	var c *connections.Connection
+	err := s.hotRow(ctx, false, qGetConnection, func(sc scanner) (err error) {
+		c, err = scanConnection(sc)
+		return err
+	}, environmentID, integrationKey, connectionID)
 	if err != nil {
 		return nil, dbErr(ctx, "get connection", err)
 	}
@@ -191,6 +196,17 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 	return out, nil
 }
 
+var (
+	qUpdateConnection = defineHot(`
+	UPDATE connections SET provider = ?, connection_config = ?, metadata = ?, tags = ?,
+		webhook_url_override = ?, auth_mode = ?, sealed_credentials = ?,
+		credentials_expires_at = ?, errors = ?, last_fetched_at = ?, updated_at = ?,
+		last_refresh_failure = ?, refresh_attempts = ?, version = version + 1
+	WHERE id = ? AND environment_id = ? AND version = ?
+	RETURNING version`)
+	qConnectionExists = defineHot(`SELECT 1 FROM connections WHERE id = ? AND environment_id = ?`)
+)
+
 // UpdateConnection replaces every field but the identity, ID and CreatedAt of
 // the connection of c.EnvironmentID with c.ID when its stored Version equals
 // c.Version, then sets c.Version to the next version. A stale version is
@@ -200,22 +216,14 @@ func (s *Store) UpdateConnection(ctx context.Context, c *connections.Connection)
 	if err != nil {
 		return err
 	}
-	q := s.writer(ctx)
 	var version int64
-	err = q.QueryRowContext(ctx, `
-		UPDATE connections SET provider = ?, connection_config = ?, metadata = ?, tags = ?,
-			webhook_url_override = ?, auth_mode = ?, sealed_credentials = ?,
-			credentials_expires_at = ?, errors = ?, last_fetched_at = ?, updated_at = ?,
-			last_refresh_failure = ?, refresh_attempts = ?, version = version + 1
-		WHERE id = ? AND environment_id = ? AND version = ?
-		RETURNING version`,
+	err = s.hotRow(ctx, true, qUpdateConnection, scanInto(&version),
 		c.Provider, v.cfg, v.md, v.tags, c.WebhookURLOverride, c.AuthMode, c.SealedCredentials,
 		nullMicros(c.CredentialsExpiresAt), v.errs, nullMicros(c.LastFetchedAt), micros(c.UpdatedAt),
-		nullMicros(c.LastRefreshFailure), c.RefreshAttempts, c.ID, c.EnvironmentID, c.Version).Scan(&version)
+		nullMicros(c.LastRefreshFailure), c.RefreshAttempts, c.ID, c.EnvironmentID, c.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		var one int
-		err := q.QueryRowContext(ctx, `SELECT 1 FROM connections WHERE id = ? AND environment_id = ?`,
-			c.ID, c.EnvironmentID).Scan(&one)
+		err := s.hotRow(ctx, true, qConnectionExists, scanInto(&one), c.ID, c.EnvironmentID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("connection %d", c.ID)
 		}
@@ -250,19 +258,24 @@ func (s *Store) DeleteConnection(ctx context.Context, environmentID int64, integ
 	return nil
 }
 
+var qCountConnections = defineHot(`SELECT count(*) FROM connections
+	WHERE environment_id = ? AND integration_key = ?`)
+
 // CountConnections returns how many connections the integration has.
 func (s *Store) CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error) {
 	if err := checkText(integrationKey); err != nil {
 		return 0, err
 	}
 	var n int
-	err := s.reader(ctx).QueryRowContext(ctx, `SELECT count(*) FROM connections
-		WHERE environment_id = ? AND integration_key = ?`, environmentID, integrationKey).Scan(&n)
+	err := s.hotRow(ctx, false, qCountConnections, scanInto(&n), environmentID, integrationKey)
 	if err != nil {
 		return 0, dbErr(ctx, "count connections", err)
 	}
 	return n, nil
 }
+
+var qLockConnection = defineHot(`SELECT 1 FROM connections
+	WHERE environment_id = ? AND integration_key = ? AND connection_id = ?`)
 
 // LockConnection makes sure the connection exists, inside a transaction of
 // the Store: the transaction holds SQLite's write lock from its start
@@ -271,17 +284,14 @@ func (s *Store) CountConnections(ctx context.Context, environmentID int64, integ
 // called inside [Store.WithTx]: outside one it returns an error. A missing
 // connection is store.ErrNotFound and leaves the transaction usable.
 func (s *Store) LockConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) error {
-	st, ok := s.liveTx(ctx)
-	if !ok {
+	if _, ok := s.liveTx(ctx); !ok {
 		return errors.New("sqlite: LockConnection must be called inside WithTx")
 	}
 	if err := checkText([]string{integrationKey, connectionID}); err != nil {
 		return err
 	}
 	var one int
-	err := st.tx.QueryRowContext(ctx, `SELECT 1 FROM connections
-		WHERE environment_id = ? AND integration_key = ? AND connection_id = ?`,
-		environmentID, integrationKey, connectionID).Scan(&one)
+	err := s.hotRow(ctx, true, qLockConnection, scanInto(&one), environmentID, integrationKey, connectionID)
 	if err != nil {
 		return dbErr(ctx, "lock connection", err)
 	}

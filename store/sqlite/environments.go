@@ -78,10 +78,22 @@ func (s *Store) CreateEnvironment(ctx context.Context, env *environments.Environ
 	return nil
 }
 
+var (
+	qGetEnvironment       = defineHot(`SELECT ` + envColumns + ` FROM environments WHERE id = ?`)
+	qGetEnvironmentByName = defineHot(`SELECT ` + envColumns + ` FROM environments WHERE name = ?`)
+)
+
 // GetEnvironment returns the environment with the id, or store.ErrNotFound.
 func (s *Store) GetEnvironment(ctx context.Context, id int64) (*environments.Environment, error) {
-	e, err := scanEnvironment(s.reader(ctx).QueryRowContext(ctx,
-		`SELECT `+envColumns+` FROM environments WHERE id = ?`, id))
+	return s.getEnvironment(ctx, qGetEnvironment, id)
+}
+
+func (s *Store) getEnvironment(ctx context.Context, q *hotStmt, arg any) (*environments.Environment, error) {
+	var e *environments.Environment
+	err := s.hotRow(ctx, false, q, func(sc scanner) (err error) {
+		e, err = scanEnvironment(sc)
+		return err
+	}, arg)
 	if err != nil {
 		return nil, dbErr(ctx, "get environment", err)
 	}
@@ -94,12 +106,7 @@ func (s *Store) GetEnvironmentByName(ctx context.Context, name string) (*environ
 	if err := checkText(name); err != nil {
 		return nil, err
 	}
-	e, err := scanEnvironment(s.reader(ctx).QueryRowContext(ctx,
-		`SELECT `+envColumns+` FROM environments WHERE name = ?`, name))
-	if err != nil {
-		return nil, dbErr(ctx, "get environment", err)
-	}
-	return e, nil
+	return s.getEnvironment(ctx, qGetEnvironmentByName, name)
 }
 
 // ListEnvironments returns every environment ordered by ID.
@@ -188,10 +195,15 @@ func (s *Store) CreateAPIKey(ctx context.Context, key *environments.APIKey) erro
 	return nil
 }
 
+var qGetAPIKeyByHash = defineHot(`SELECT ` + apiKeyColumns + ` FROM api_keys WHERE hash = ?`)
+
 // GetAPIKeyByHash returns the key with the hash, or store.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (*environments.APIKey, error) {
-	k, err := scanAPIKey(s.reader(ctx).QueryRowContext(ctx,
-		`SELECT `+apiKeyColumns+` FROM api_keys WHERE hash = ?`, hash))
+	var k *environments.APIKey
+	err := s.hotRow(ctx, false, qGetAPIKeyByHash, func(sc scanner) (err error) {
+		k, err = scanAPIKey(sc)
+		return err
+	}, hash)
 	if err != nil {
 		return nil, dbErr(ctx, "get api key", err)
 	}

@@ -128,16 +128,22 @@ func (s *Store) CompleteOAuthFlow(ctx context.Context, id int64, status, errorTy
 	return nil
 }
 
+var qFlowByClientID = defineHot(`
+	SELECT ` + flowColumns + ` FROM oauth_flows
+	WHERE client_id = ? AND client_id <> '' AND (? = 0 OR session_id = ?)
+	ORDER BY id DESC LIMIT 1`)
+
 // GetOAuthFlowByClientID returns the newest flow with the client id, of the
 // session when sessionID is not 0, or store.ErrNotFound.
 func (s *Store) GetOAuthFlowByClientID(ctx context.Context, clientID string, sessionID int64) (*connections.OAuthFlow, error) {
 	if err := checkText(clientID); err != nil {
 		return nil, err
 	}
-	f, err := scanFlow(s.reader(ctx).QueryRowContext(ctx, `
-		SELECT `+flowColumns+` FROM oauth_flows
-		WHERE client_id = ? AND client_id <> '' AND (? = 0 OR session_id = ?)
-		ORDER BY id DESC LIMIT 1`, clientID, sessionID, sessionID))
+	var f *connections.OAuthFlow
+	err := s.hotRow(ctx, false, qFlowByClientID, func(sc scanner) (err error) {
+		f, err = scanFlow(sc)
+		return err
+	}, clientID, sessionID, sessionID)
 	if err != nil {
 		return nil, dbErr(ctx, "get oauth flow", err)
 	}

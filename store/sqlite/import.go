@@ -15,7 +15,7 @@ import (
 // connections.ImportItem), with the item's Replace flags as its last three
 // parameters. It returns the connection as stored: a created one has
 // version 1, an updated one a later version.
-const qImportConnection = `
+var qImportConnection = defineHot(`
 	INSERT INTO connections (environment_id, integration_key, connection_id, connection_id_folded,
 		provider, connection_config, metadata, tags, webhook_url_override, auth_mode,
 		sealed_credentials, credentials_expires_at, errors, last_fetched_at,
@@ -29,7 +29,7 @@ const qImportConnection = `
 		metadata = CASE WHEN ? THEN excluded.metadata ELSE metadata END,
 		tags = CASE WHEN ? THEN excluded.tags ELSE tags END,
 		version = version + 1
-	RETURNING ` + connectionColumns
+	RETURNING ` + connectionColumns)
 
 // ImportConnections writes the connections of one import (see
 // connections.ImportItem), all or none, with the log entries of the items
@@ -81,17 +81,20 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 			return conflict("connection %q given twice", b.ConnectionID)
 		}
 	}
-	return s.atomically(ctx, "import connections", func(ctx context.Context, tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, qImportConnection)
-		if err != nil {
-			return dbErr(ctx, "import connections", err)
-		}
-		defer st.Close()
+	return s.atomically(ctx, "import connections", func(ctx context.Context, _ *sql.Tx) error {
+		st, done := s.hotStmt(ctx, true, qImportConnection)
+		defer done()
 		// The outcome is set on the items only once everything is
 		// written: a refused import leaves them as they were.
 		stored := make([]*connections.Connection, len(rows))
 		for i, r := range rows {
-			c, err := scanConnection(st.QueryRowContext(ctx, r.args...))
+			var row *sql.Row
+			if st != nil {
+				row = st.QueryRowContext(ctx, r.args...)
+			} else {
+				row = s.writer(ctx).QueryRowContext(ctx, qImportConnection.text, r.args...)
+			}
+			c, err := scanConnection(row)
 			if err != nil {
 				if isForeignKey(err) && ctx.Err() == nil {
 					return notFound("integration %q of environment %d", r.it.Connection.IntegrationKey, r.it.Connection.EnvironmentID)
@@ -115,7 +118,7 @@ func (s *Store) ImportConnections(ctx context.Context, items []*connections.Impo
 			logs = append(logs, a)
 		}
 		if len(logs) > 0 {
-			if err := appendLogs(ctx, tx, logs); err != nil {
+			if err := s.appendLogs(ctx, logs); err != nil {
 				return err
 			}
 		}

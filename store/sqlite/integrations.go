@@ -60,14 +60,20 @@ func (s *Store) CreateIntegration(ctx context.Context, in *integrations.Integrat
 	return nil
 }
 
+var qGetIntegration = defineHot(`SELECT ` + integrationColumns + `
+	FROM integrations WHERE environment_id = ? AND unique_key = ?`)
+
 // GetIntegration returns the integration of the environment with the key, or
 // store.ErrNotFound.
 func (s *Store) GetIntegration(ctx context.Context, environmentID int64, uniqueKey string) (*integrations.Integration, error) {
 	if err := checkText(uniqueKey); err != nil {
 		return nil, err
 	}
-	in, err := scanIntegration(s.reader(ctx).QueryRowContext(ctx, `SELECT `+integrationColumns+`
-		FROM integrations WHERE environment_id = ? AND unique_key = ?`, environmentID, uniqueKey))
+	var in *integrations.Integration
+	err := s.hotRow(ctx, false, qGetIntegration, func(sc scanner) (err error) {
+		in, err = scanIntegration(sc)
+		return err
+	}, environmentID, uniqueKey)
 	if err != nil {
 		return nil, dbErr(ctx, "get integration", err)
 	}

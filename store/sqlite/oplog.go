@@ -16,10 +16,10 @@ const DefaultLogsLimit = 100
 const logColumns = `id, environment_id, type, operation, status, integration_key, connection_id,
 	message, meta, created_at`
 
-const qAppendLog = `
+var qAppendLog = defineHot(`
 	INSERT INTO operations_log (id, environment_id, type, operation, status,
 		integration_key, connection_id, message, meta, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 
 // logArgs checks the text of e and returns the arguments of qAppendLog.
 func logArgs(e *oplog.Entry) ([]any, error) {
@@ -40,7 +40,7 @@ func (s *Store) AppendLog(ctx context.Context, e *oplog.Entry) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.writer(ctx).ExecContext(ctx, qAppendLog, args...); err != nil {
+	if _, err := s.hotExec(ctx, qAppendLog, args...); err != nil {
 		return dbErr(ctx, "append log", err)
 	}
 	return nil
@@ -64,21 +64,17 @@ func (s *Store) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
 		}
 		args[i] = a
 	}
-	return s.atomically(ctx, "append logs", func(ctx context.Context, tx *sql.Tx) error {
-		return appendLogs(ctx, tx, args)
+	return s.atomically(ctx, "append logs", func(ctx context.Context, _ *sql.Tx) error {
+		return s.appendLogs(ctx, args)
 	})
 }
 
 // appendLogs inserts the entries of args (each the arguments of
-// qAppendLog) in tx, through one prepared statement.
-func appendLogs(ctx context.Context, tx *sql.Tx, args [][]any) error {
-	st, err := tx.PrepareContext(ctx, qAppendLog)
-	if err != nil {
-		return dbErr(ctx, "append logs", err)
-	}
-	defer st.Close()
+// qAppendLog), one statement each: SQLite runs in the process, where a
+// statement costs no round trip.
+func (s *Store) appendLogs(ctx context.Context, args [][]any) error {
 	for _, a := range args {
-		if _, err := st.ExecContext(ctx, a...); err != nil {
+		if _, err := s.hotExec(ctx, qAppendLog, a...); err != nil {
 			return dbErr(ctx, "append logs", err)
 		}
 	}

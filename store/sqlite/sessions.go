@@ -72,11 +72,16 @@ func (s *Store) CreateConnectSession(ctx context.Context, sess *connections.Sess
 	return nil
 }
 
+var qGetConnectSession = defineHot(`SELECT ` + sessionColumns + ` FROM connect_sessions WHERE token_hash = ?`)
+
 // GetConnectSession returns the session whose token hash is hash, expired
 // or not, or store.ErrNotFound.
 func (s *Store) GetConnectSession(ctx context.Context, hash []byte) (*connections.Session, error) {
-	sess, err := scanSession(s.reader(ctx).QueryRowContext(ctx,
-		`SELECT `+sessionColumns+` FROM connect_sessions WHERE token_hash = ?`, hash))
+	var sess *connections.Session
+	err := s.hotRow(ctx, false, qGetConnectSession, func(sc scanner) (err error) {
+		sess, err = scanSession(sc)
+		return err
+	}, hash)
 	if err != nil {
 		return nil, dbErr(ctx, "get connect session", err)
 	}
