@@ -105,6 +105,7 @@ type Store struct {
 	path   string
 	opts   resolved
 	closed atomic.Bool
+	hot    preparedStmts // the statements of the hot paths (core_stmts.go)
 }
 
 var memoryDatabases atomic.Int64
@@ -169,6 +170,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.r.SetConnMaxLifetime(0)
 	}
 	if err := migrate(ctx, s); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.hot.prepare(ctx, s); err != nil {
 		s.Close()
 		return nil, err
 	}
