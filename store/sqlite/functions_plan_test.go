@@ -49,7 +49,8 @@ func TestFunctionsQueryPlans(t *testing.T) {
 		}
 		rows, err := s.w.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
 		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+			t.Errorf("%s: %v", tc.name, err)
+			continue
 		}
 		var plan []string
 		for rows.Next() {
