@@ -21,11 +21,13 @@
 // back; Stop waits for running jobs within its context, then cancels them,
 // and they run again (without counting that attempt) after the next Start,
 // on the same Scheduler or a peer; two Schedulers on one queue run each of
-// 200 jobs exactly once; a job with a UniqueKey is not added while an equal
-// one waits or runs; and the errors of Register, Enqueue, Start and Stop.
+// 200 jobs (Env.FleetJobs) exactly once; a job with a UniqueKey is not
+// added while an equal one waits or runs; and the errors of Register,
+// Enqueue, Start and Stop.
 package jobstest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +61,11 @@ type Env struct {
 	// every job enqueued (and committed) so far has completed, failed for
 	// good or been cancelled, and its handler has returned.
 	Idle func(ctx context.Context) error
+	// FleetJobs is the number of jobs the fleet test runs on Scheduler and
+	// its peer; 0 means 200. A Scheduler that works few jobs a second (River
+	// on SQLite under the race detector: a few tens) asks for fewer, so
+	// that they run within the suite's timeout on a loaded machine.
+	FleetJobs int
 }
 
 type test struct {
@@ -589,12 +596,13 @@ func testStopCancels(t *testing.T, env *Env) {
 	}
 }
 
-// testFleet runs 200 jobs on two schedulers sharing a queue: each runs once.
+// testFleet runs 200 jobs (Env.FleetJobs) on two schedulers sharing a
+// queue: each runs once.
 func testFleet(t *testing.T, env *Env) {
 	if env.NewPeer == nil {
 		t.Skip("jobstest: Env.NewPeer is nil")
 	}
-	const n = 200
+	n := cmp.Or(env.FleetJobs, 200)
 	var r recorder
 	handler := func(ctx context.Context, run *jobs.Run) error {
 		r.add(t, run)
