@@ -51,6 +51,11 @@ type Options struct {
 
 	// Logger receives the Store's warnings. Defaults to discarding them.
 	Logger *slog.Logger
+
+	// Scheduler configures the Scheduler that [Connect] makes (hosts that
+	// call [NewScheduler] give it its SchedulerConfig). Its Logger
+	// defaults to Logger.
+	Scheduler SchedulerConfig
 }
 
 type resolved struct {
@@ -92,7 +97,7 @@ func (o *Options) resolve() (resolved, error) {
 }
 
 // Store is a connect.Store on one SQLite database file. Make one with
-// [Open] (or [Connect], which adds the Scheduler and the rate limiter) and
+// [Open] (or [Connect], which adds the Scheduler) and
 // [Store.Close] it when done. It is safe for concurrent use.
 //
 // It writes through one connection, taken in turn by the transactions and
@@ -106,6 +111,21 @@ type Store struct {
 	opts   resolved
 	closed atomic.Bool
 	hot    preparedStmts // the statements of the hot paths (core_stmts.go)
+
+	// anchor keeps an in-memory database alive (nil for a file).
+	anchor     *sql.DB
+	anchorConn *sql.Conn
+}
+
+func (s *Store) closeAnchor() error {
+	var errs []error
+	if s.anchorConn != nil {
+		errs = append(errs, s.anchorConn.Close())
+	}
+	if s.anchor != nil {
+		errs = append(errs, s.anchor.Close())
+	}
+	return errors.Join(errs...)
 }
 
 var memoryDatabases atomic.Int64
@@ -128,12 +148,24 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	s := &Store{path: path, opts: o}
 	if path == MemoryPath {
-		name := fmt.Sprintf("file:connect-memory-%d?mode=memory", memoryDatabases.Add(1))
-		s.w, err = sql.Open("sqlite", name+"&"+pragmas(o, o.synchronous, false))
+		// A database of SQLite's memdb VFS lives as long as a connection
+		// to it is open: the anchor keeps one open until Close, so that
+		// the writer may drop its connection (database/sql does, after an
+		// interrupted statement) and open another to the same data.
+		name := fmt.Sprintf("file:/connect-memory-%d?vfs=memdb&", memoryDatabases.Add(1))
+		s.anchor, err = sql.Open("sqlite", name)
+		if err == nil {
+			s.anchorConn, err = s.anchor.Conn(ctx)
+		}
 		if err != nil {
+			s.closeAnchor()
 			return nil, fmt.Errorf("sqlite: open: %w", err)
 		}
-		// The database lives in its one connection: never close it.
+		s.w, err = sql.Open("sqlite", name+"_txlock=immediate&"+pragmas(o, o.synchronous, false))
+		if err != nil {
+			s.closeAnchor()
+			return nil, fmt.Errorf("sqlite: open: %w", err)
+		}
 		s.w.SetMaxOpenConns(1)
 		s.w.SetMaxIdleConns(1)
 		s.w.SetConnMaxIdleTime(0)
@@ -218,6 +250,6 @@ func (s *Store) Close() error {
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
-	errs = append(errs, s.w.Close())
+	errs = append(errs, s.w.Close(), s.closeAnchor())
 	return errors.Join(errs...)
 }
