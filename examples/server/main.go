@@ -154,6 +154,11 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		} else if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
 			return fmt.Errorf("DATABASE_URL: the directory of the SQLite file %s does not exist: create it, or name a file in one that does", path)
 		}
+		// The file is private to this user (SQLite gives its -wal and
+		// -shm files the same mode): made 0600 before SQLite opens it.
+		if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+		}
 		// One file: the Store, and River's jobs (webhook deliveries among
 		// them) stored in the transaction of the change that caused them.
 		// Every commit is on disk before it is acknowledged. Connect

@@ -92,8 +92,8 @@ func TestRunDefaultIsDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "connect.db")); err != nil {
-		t.Errorf("database file: %v", err)
+	if fi, err := os.Stat(filepath.Join(dir, "connect.db")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("database file: %v, %v; want mode 0600", fi, err)
 	}
 
 	var again syncBuffer
