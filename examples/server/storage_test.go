@@ -216,14 +216,18 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 		}()
 	}
 	// Kill it once 40 creations are acknowledged, with others in flight.
-	for {
-		mu.Lock()
-		n := len(acked)
-		mu.Unlock()
-		if n >= 40 {
-			break
+	// (The limit only turns a server that stopped answering into a
+	// failure.)
+	limit := time.After(2 * time.Minute)
+	for n := 0; n < 40; {
+		select {
+		case <-limit:
+			t.Fatalf("%d creations acknowledged in 2 minutes", n)
+		case <-time.After(5 * time.Millisecond):
 		}
-		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		n = len(acked)
+		mu.Unlock()
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
