@@ -8,7 +8,9 @@
 // a free port with DATABASE_URL, a random CONNECT_ENCRYPTION_KEY and CONNECT_API_KEY, and
 // CONNECT_DEV_ENV_VARS, waits for GET /health, and runs every e2e/node/*.test.mjs file with
 // `node --test`. It then sends SIGTERM and requires the server to exit with code 0 within
-// 10 seconds, and drops the database. For the proxy tests (e2e/node/proxy.test.mjs) it also
+// 10 seconds, and drops the database. TestNodeClientSQLite does the same on the server's
+// default store: no DATABASE_URL and no key, a fresh CONNECT_DATA_DIR in which the server makes
+// its SQLite file and its key. For the proxy tests (e2e/node/proxy.test.mjs) it also
 // starts two fake provider APIs (upstream_test.go), passes their URLs to node as
 // NANGO_E2E_UPSTREAM_URL and NANGO_E2E_UPSTREAM2_URL, gives the server a providers file whose
 // base URLs point at them (CONNECT_PROVIDERS_FILE) and CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true

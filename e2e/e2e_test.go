@@ -49,12 +49,18 @@ var devEnvVars = map[string]string{
 
 // TestNodeClient builds the reference server, starts it on a fresh Postgres database and runs
 // the node:test files in e2e/node against it with the published @nangohq/node client. See doc.go.
-func TestNodeClient(t *testing.T) {
+func TestNodeClient(t *testing.T) { testNodeClient(t, false) }
+
+// TestNodeClientSQLite is TestNodeClient on the reference server's default: no DATABASE_URL and
+// no key, its SQLite file and the key it makes in a fresh CONNECT_DATA_DIR.
+func TestNodeClientSQLite(t *testing.T) { testNodeClient(t, true) }
+
+func testNodeClient(t *testing.T, sqlite bool) {
 	requirePostgres := os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1"
 	requireNode := requirePostgres || os.Getenv("CI") == "true"
 
 	adminURL := os.Getenv("TEST_DATABASE_URL")
-	if adminURL == "" {
+	if adminURL == "" && !sqlite {
 		if requirePostgres {
 			t.Fatal("TEST_DATABASE_URL is not set and CONNECT_REQUIRE_POSTGRES=1: the end-to-end test needs Postgres")
 		}
@@ -81,7 +87,11 @@ func TestNodeClient(t *testing.T) {
 	t.Cleanup(cancel)
 
 	bin := buildServer(ctx, t, filepath.Dir(e2eDir))
-	dbURL := createDatabase(ctx, t, adminURL)
+	storage := []string{"CONNECT_DATA_DIR=" + t.TempDir()}
+	if !sqlite {
+		storage = []string{"DATABASE_URL=" + createDatabase(ctx, t, adminURL),
+			"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32))}
+	}
 
 	envVarsJSON, err := json.Marshal(devEnvVars)
 	if err != nil {
@@ -96,7 +106,7 @@ func TestNodeClient(t *testing.T) {
 	sink := startWebhookSink(t)
 	// The GitHub and Slack APIs of the example functions (e2e/node/functions.test.mjs).
 	fnAPIs := startFunctionAPIs(t)
-	srv := startServer(ctx, t, bin, []string{
+	srv := startServer(ctx, t, bin, append([]string{
 		"CONNECT_WEBHOOK_URLS=" + sink.srv.URL + "/hooks",
 		"CONNECT_WEBHOOK_SIGNING_KEY=" + e2eWebhookSigningKey,
 		// The fake upstreams listen on 127.0.0.1.
@@ -104,11 +114,9 @@ func TestNodeClient(t *testing.T) {
 		"CONNECT_PROVIDERS_FILE=" + withProviders(t, writeProviders(t, upstream.srv.URL), fnAPIs.providersYAML(t)),
 		fnAPIs.serverEnv(),
 		"PORT=" + port,
-		"DATABASE_URL=" + dbURL,
-		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
 		"CONNECT_API_KEY=" + apiKey,
 		"CONNECT_DEV_ENV_VARS=" + string(envVarsJSON),
-	})
+	}, storage...))
 	host := "http://127.0.0.1:" + port
 	srv.waitHealthy(ctx, t, host+"/health")
 

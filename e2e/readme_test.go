@@ -60,9 +60,10 @@ import (
 // Every page starts afresh: its own home directory, no variables but the test's, no servers.
 // README.md starts its servers itself, as its reader does. A page of docs/ starts where the
 // README's "Run it" leaves its reader: CONNECT_API_KEY exported and the reference server
-// running on the in-memory store (started as `go run ./examples/server`) before the page's
-// first block, unless that block starts a server itself. A page may start another one (with
-// other settings, or on Postgres) with a server block.
+// running on its default store, the SQLite file of ~/.connect in the page's home directory
+// (started as `go run ./examples/server`), before the page's first block, unless that block
+// starts a server itself. A page may start another one (with other settings, or on Postgres)
+// with a server block; one on the default store finds what the earlier ones kept there.
 //
 // Placeholders are replaced in the code and the marks before anything runs:
 // localhost:3003 (the reference server) and https://connect.example.com become the reference

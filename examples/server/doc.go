@@ -4,6 +4,10 @@
 //
 //	go run ./examples/server
 //
-// It uses the in-memory store unless DATABASE_URL is set. See the README for
-// every variable.
+// Without DATABASE_URL it keeps its data in the SQLite file connect.db of
+// its data directory (CONNECT_DATA_DIR, default ~/.connect), and, without
+// an encryption key given, seals secrets with the key of the file
+// encryption.key there, made at the first start. DATABASE_URL names a
+// Postgres database (postgres://...) or another SQLite file. See
+// docs/configuration.md for every variable.
 package main

@@ -56,13 +56,23 @@ func newKey(t *testing.T) (b64 string, id string) {
 }
 
 // serve runs the server with env until stop is called, once /health
-// answers; run's error is returned by stop.
+// answers; run's error is returned by stop. Without DATABASE_URL and
+// CONNECT_DATA_DIR, the data directory is a temporary one.
 func serve(t *testing.T, env map[string]string) (base string, stop func() error) {
 	t.Helper()
+	return serveLogged(t, env, io.Discard)
+}
+
+// serveLogged is serve, the server's log written to logs.
+func serveLogged(t *testing.T, env map[string]string, logs io.Writer) (base string, stop func() error) {
+	t.Helper()
 	env["PORT"] = freePort(t)
+	if env["DATABASE_URL"] == "" && env["CONNECT_DATA_DIR"] == "" && env["HOME"] == "" {
+		env["CONNECT_DATA_DIR"] = t.TempDir() // never the home of whoever runs the tests
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, slog.New(slog.DiscardHandler), envFunc(env)) }()
+	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(logs, nil)), envFunc(env)) }()
 	base = "http://127.0.0.1:" + env["PORT"]
 	for {
 		select {
@@ -204,12 +214,12 @@ func TestEncryptionKeyFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := encryptionKeys(envFunc(map[string]string{"CONNECT_ENCRYPTION_KEY_FILE": good}))
+	keys, _, err := encryptionKeys(envFunc(map[string]string{"CONNECT_ENCRYPTION_KEY_FILE": good}), nil)
 	if err != nil || len(keys) != 1 || keys[0].ID != id || base64.StdEncoding.EncodeToString(keys[0].Key) != key {
 		t.Errorf("key from a file: %v, %v", keys, err)
 	}
 	// The id is stable: the same key from the variable has the same id.
-	again, err := encryptionKeys(envFunc(map[string]string{"CONNECT_ENCRYPTION_KEY": key}))
+	again, _, err := encryptionKeys(envFunc(map[string]string{"CONNECT_ENCRYPTION_KEY": key}), nil)
 	if err != nil || again[0].ID != id || !bytes.Equal(again[0].Key, keys[0].Key) {
 		t.Errorf("key from the variable: %v, %v", again, err)
 	}
@@ -218,7 +228,7 @@ func TestEncryptionKeyFile(t *testing.T) {
 		"bad file":     {"CONNECT_ENCRYPTION_KEY_FILE": bad},
 		"both":         {"CONNECT_ENCRYPTION_KEY_FILE": good, "CONNECT_ENCRYPTION_KEY": key},
 	} {
-		if _, err := encryptionKeys(envFunc(vars)); err == nil {
+		if _, _, err := encryptionKeys(envFunc(vars), nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		} else if strings.Contains(err.Error(), key) {
 			t.Errorf("%s: the error holds the key: %v", name, err)

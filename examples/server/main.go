@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,8 +22,8 @@ import (
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
 	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 func main() {
@@ -46,7 +45,7 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		return fmt.Errorf("PORT %q is not a port number", port)
 	}
 
-	keys, err := encryptionKeys(getenv)
+	db, err := parseDatabaseURL(getenv)
 	if err != nil {
 		return err
 	}
@@ -58,7 +57,7 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	if err != nil {
 		return err
 	}
-	cfg := connect.Config{EncryptionKeys: keys, Logger: logger, PublicURL: getenv("CONNECT_PUBLIC_URL")}
+	cfg := connect.Config{Logger: logger, PublicURL: getenv("CONNECT_PUBLIC_URL")}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://localhost:" + port
 	}
@@ -93,11 +92,32 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		}
 	}
 
-	if dsn := getenv("DATABASE_URL"); dsn != "" {
-		if getenv("CONNECT_ENCRYPTION_KEY") == "" && getenv("CONNECT_ENCRYPTION_KEY_FILE") == "" {
-			return errors.New("CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE is required with DATABASE_URL: generate a key once " +
-				"(openssl rand -base64 32 > connect.key), keep it, and start with CONNECT_ENCRYPTION_KEY_FILE=connect.key every time")
+	// Without a key given, SQLite's data gets the key of the data
+	// directory, made at the first start. Postgres needs one given: a key
+	// beside a database on another machine is not backed up with it.
+	var dataKey func() (string, string, error)
+	if db.postgres == "" {
+		dataKey = func() (string, string, error) {
+			dir, err := dataDir(getenv)
+			if err != nil {
+				return "", "", err
+			}
+			file := db.sqlite
+			if file == "" {
+				file = filepath.Join(dir, databaseFileName)
+			}
+			return dataDirKey(dir, file)
 		}
+	}
+	keys, keySource, err := encryptionKeys(getenv, dataKey)
+	if err != nil {
+		return err
+	}
+	if path := getenv("CONNECT_ENCRYPTION_KEY_FILE"); path != "" {
+		warnIfShared(logger, path)
+	}
+	cfg.EncryptionKeys = keys
+	if db.postgres != "" {
 		opts := &postgres.Options{Logger: logger,
 			// Webhook deliveries live in the database: stored with their
 			// job in the transaction of the change that caused them, kept
@@ -112,7 +132,7 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		// One pool for the Store, River and the rate limiter, sized and
 		// kept open (postgres.Open): sessions are not closed and reopened
 		// under load. Connect migrates too.
-		pg, err := postgres.Connect(ctx, dsn, opts)
+		pg, err := postgres.Connect(ctx, db.postgres, opts)
 		if err != nil {
 			return fmt.Errorf("DATABASE_URL: %w", err)
 		}
@@ -121,10 +141,37 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 		if cfg.RateLimitRequests >= 0 {
 			cfg.RateLimiter = pg.RateLimiter
 		}
-		logger.Info("using Postgres store", "max_conns", pg.DB.Stats().MaxOpenConnections)
+		logger.Info("data in Postgres, secrets sealed with the encryption key: back up both together",
+			"database", redactedURL(db.postgres), "key", keySource, "max_conns", pg.DB.Stats().MaxOpenConnections)
 	} else {
-		cfg.Store = memory.New()
-		logger.Info("using in-memory store: data is lost when the server stops")
+		path, name := db.sqlite, "DATABASE_URL"
+		if path == "" {
+			dir, err := dataDir(getenv)
+			if err != nil {
+				return err
+			}
+			path, name = filepath.Join(dir, databaseFileName), "the database "+filepath.Join(dir, databaseFileName)
+		} else if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+			return fmt.Errorf("DATABASE_URL: the directory of the SQLite file %s does not exist: create it, or name a file in one that does", path)
+		}
+		// The file is private to this user (SQLite gives its -wal and
+		// -shm files the same mode): made 0600 before SQLite opens it.
+		if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+		}
+		// One file: the Store, and River's jobs (webhook deliveries among
+		// them) stored in the transaction of the change that caused them.
+		// Every commit is on disk before it is acknowledged. Connect
+		// migrates too.
+		lite, err := sqlite.Connect(ctx, path, &sqlite.Options{Logger: logger,
+			Scheduler: sqlite.SchedulerConfig{Logger: logger, JobTimeout: 2 * time.Minute}})
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		defer lite.Close()
+		cfg.Store, cfg.Scheduler = lite.Store, lite.Scheduler
+		logger.Info("data in SQLite, secrets sealed with the encryption key: back up both together",
+			"database", lite.Store.Path(), "key", keySource)
 	}
 
 	if path := getenv("CONNECT_PROVIDERS_FILE"); path != "" {
@@ -403,42 +450,50 @@ func connectUIURL(cfg connect.Config) string {
 }
 
 // encryptionKeys reads the primary key from CONNECT_ENCRYPTION_KEY or the
-// file CONNECT_ENCRYPTION_KEY_FILE names, and CONNECT_PREVIOUS_ENCRYPTION_KEYS
-// (comma-separated, still able to open old values). Each is base64 of 32
-// bytes. Key ids derive from the key material (connect.EncryptionKeyID, as
-// connect.ParseEncryptionKey sets them), so they are stable across restarts,
-// differ between keys, and are those of an application that embeds the
-// library with the same key: a secret sealed under another key is reported
-// as such, never opened with the wrong one.
-func encryptionKeys(getenv func(string) string) ([]connect.EncryptionKey, error) {
+// file CONNECT_ENCRYPTION_KEY_FILE names, or else from dataKey (the key
+// file of the data directory; nil: a key is required), and
+// CONNECT_PREVIOUS_ENCRYPTION_KEYS (comma-separated, still able to open old
+// values). Each is base64 of 32 bytes. source says where the primary came
+// from, for the log. Key ids derive from the key material
+// (connect.EncryptionKeyID, as connect.ParseEncryptionKey sets them), so
+// they are stable across restarts, differ between keys, and are those of an
+// application that embeds the library with the same key: a secret sealed
+// under another key is reported as such, never opened with the wrong one.
+func encryptionKeys(getenv func(string) string, dataKey func() (key, path string, err error)) (keys []connect.EncryptionKey, source string, err error) {
 	primary, name := getenv("CONNECT_ENCRYPTION_KEY"), "CONNECT_ENCRYPTION_KEY"
+	source = name
 	if path := getenv("CONNECT_ENCRYPTION_KEY_FILE"); path != "" {
 		if primary != "" {
-			return nil, errors.New("set CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE, not both")
+			return nil, "", errors.New("set CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE, not both")
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("CONNECT_ENCRYPTION_KEY_FILE: %w", err)
+			return nil, "", fmt.Errorf("CONNECT_ENCRYPTION_KEY_FILE: %w", err)
 		}
-		primary, name = string(b), "CONNECT_ENCRYPTION_KEY_FILE "+path
+		primary, name, source = string(b), "CONNECT_ENCRYPTION_KEY_FILE "+path, path
 	}
 	if primary == "" {
-		b := make([]byte, 32)
-		rand.Read(b)
-		primary = base64.StdEncoding.EncodeToString(b)
+		if dataKey == nil {
+			return nil, "", errors.New("CONNECT_ENCRYPTION_KEY or CONNECT_ENCRYPTION_KEY_FILE is required with a Postgres DATABASE_URL: generate a key once " +
+				"(openssl rand -base64 32 > connect.key), keep it, and start with CONNECT_ENCRYPTION_KEY_FILE=connect.key every time")
+		}
+		var path string
+		if primary, path, err = dataKey(); err != nil {
+			return nil, "", err
+		}
+		name, source = "the encryption key "+path, path
 	}
-	var keys []connect.EncryptionKey
 	for i, v := range append([]string{primary}, splitList(getenv("CONNECT_PREVIOUS_ENCRYPTION_KEYS"))...) {
 		k, err := connect.ParseEncryptionKey(v)
 		if err != nil {
 			if i > 0 {
 				name = fmt.Sprintf("CONNECT_PREVIOUS_ENCRYPTION_KEYS[%d]", i-1)
 			}
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, "", fmt.Errorf("%s: %w", name, err)
 		}
 		keys = append(keys, k)
 	}
-	return keys, nil
+	return keys, source, nil
 }
 
 // missingKeysHelp adds to an error of CheckEncryptionKeys what an operator

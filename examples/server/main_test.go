@@ -34,9 +34,10 @@ func envFunc(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// TestRunMemory starts the server on the memory store with a custom
-// provider, calls it with the configured key and stops it with the context.
-func TestRunMemory(t *testing.T) {
+// TestRunDefault starts the server on its default store (SQLite in a
+// temporary data directory) with a custom provider, calls it with the
+// configured key and stops it with the context.
+func TestRunDefault(t *testing.T) {
 	t.Parallel()
 	providers := filepath.Join(t.TempDir(), "providers.yaml")
 	// A provider in Nango's providers.yaml format.
@@ -64,7 +65,7 @@ acme-broken:
 	port := freePort(t)
 	key := "test-key-0123456789abcdef"
 	env := envFunc(map[string]string{"PORT": port, "CONNECT_API_KEY": key, "CONNECT_PROVIDERS_FILE": providers,
-		"CONNECT_DEV_ENV_VARS": `{"REGION":"eu"}`})
+		"CONNECT_DEV_ENV_VARS": `{"REGION":"eu"}`, "CONNECT_DATA_DIR": t.TempDir()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(&logs, nil)), env) }()
@@ -258,6 +259,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"body min bytes":    {"CONNECT_BODY_MIN_BYTES": "0"},
 	} {
 		vars["PORT"] = map[bool]string{true: vars["PORT"], false: freePort(t)}[vars["PORT"] != ""]
+		vars["CONNECT_DATA_DIR"] = t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := run(ctx, slog.New(slog.DiscardHandler), envFunc(vars))
 		cancel()
@@ -275,7 +277,7 @@ func TestRunRefusesUnreachableWebhookURL(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := run(ctx, slog.New(slog.DiscardHandler), envFunc(map[string]string{"PORT": freePort(t),
+	err := run(ctx, slog.New(slog.DiscardHandler), envFunc(map[string]string{"PORT": freePort(t), "CONNECT_DATA_DIR": t.TempDir(),
 		"CONNECT_WEBHOOK_URLS": "http://127.0.0.1:9/hooks", "CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "false"}))
 	if err == nil || !strings.Contains(err.Error(), "CONNECT_WEBHOOK_URLS") || !strings.Contains(err.Error(), "CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS") {
 		t.Fatalf("run with a loopback webhook URL and private networks refused: %v", err)
@@ -321,7 +323,7 @@ func TestRunUnderPublicURLPath(t *testing.T) {
 	key := "test-key-0123456789abcdef"
 	base := "http://127.0.0.1:" + port
 	public := base + "/auth"
-	env := envFunc(map[string]string{"PORT": port, "CONNECT_API_KEY": key, "CONNECT_PUBLIC_URL": public})
+	env := envFunc(map[string]string{"PORT": port, "CONNECT_API_KEY": key, "CONNECT_PUBLIC_URL": public, "CONNECT_DATA_DIR": t.TempDir()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, slog.New(slog.DiscardHandler), env) }()
