@@ -24,7 +24,7 @@ import (
 	"github.com/embedauth/connect/examples/functions/github/githubtest"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 const (
@@ -67,8 +67,14 @@ func setup(t *testing.T, metadata map[string]any, before func(api *githubtest.Se
 	if cat, err = cat.With(gh); err != nil {
 		t.Fatal(err)
 	}
+	db, err := sqlite.Connect(t.Context(), sqlite.MemoryPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() }) // after the Service's Stop, a later cleanup
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{7}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true},

@@ -20,7 +20,7 @@ import (
 	"github.com/embedauth/connect/examples/functions/slack/slacktest"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 const (
@@ -57,8 +57,14 @@ func setup(t *testing.T) *fixture {
 	if cat, err = cat.With(p); err != nil {
 		t.Fatal(err)
 	}
+	db, err := sqlite.Connect(t.Context(), sqlite.MemoryPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() }) // after the Service's Stop, a later cleanup
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{9}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true},
