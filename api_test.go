@@ -339,11 +339,17 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
-func TestNewRequiresSchedulerWithPostgres(t *testing.T) {
+func TestNewRequiresScheduler(t *testing.T) {
 	t.Parallel()
-	b := postgresBackend(t)
-	_, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}})
-	if !errors.Is(err, connect.ErrMissingScheduler) {
-		t.Fatalf("New without a Scheduler on Postgres: %v", err)
-	}
+	backends(t, func(t *testing.T, b *backend) {
+		_, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}})
+		if !errors.Is(err, connect.ErrMissingScheduler) {
+			t.Fatalf("New without a Scheduler: %v", err)
+		}
+		for _, name := range []string{"sqlite.Connect", "postgres.Connect"} {
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("the error does not name %s: %v", name, err)
+			}
+		}
+	})
 }
