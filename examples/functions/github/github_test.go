@@ -35,7 +35,7 @@ const (
 	repo  = "widgets"
 )
 
-// fixture is a Service on the memory store whose github provider calls a
+// fixture is a Service on a private in-memory SQLite database whose github provider calls a
 // fake GitHub, with the example's functions registered for the
 // integration "gh" and a connection "user-1" of it.
 type fixture struct {

@@ -28,7 +28,7 @@ const (
 	key   = "team-slack" // the integration's unique key
 )
 
-// fixture is a Service on the memory store whose slack provider calls a
+// fixture is a Service on a private in-memory SQLite database whose slack provider calls a
 // fake Slack, with post-message registered for the integration
 // "team-slack", a connection "bot" with the fake's token and a
 // connection "revoked" with another one.
