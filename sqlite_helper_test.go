@@ -1,6 +1,10 @@
 package connect_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -8,12 +12,52 @@ import (
 	"github.com/embedauth/connect/store/sqlite"
 )
 
-// sqliteBackend returns a backend on a private in-memory SQLite database,
-// closed when the test ends. setup gives its Services a Scheduler on it
-// (schedulerFor).
+// template is a database file whose tables, the Store's and River's, are
+// migrated once per run of the tests: migrating River's on SQLite takes
+// half a second under the race detector, which every test would pay.
+var template struct {
+	once sync.Once
+	db   []byte
+	err  error
+}
+
+// templateDB returns the bytes of the template database.
+func templateDB() ([]byte, error) {
+	template.once.Do(func() {
+		dir, err := os.MkdirTemp("", "connect-test-")
+		if err != nil {
+			template.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "template.db")
+		be, err := sqlite.Connect(context.Background(), path, nil)
+		if err != nil {
+			template.err = err
+			return
+		}
+		if template.err = be.Close(); template.err == nil { // the WAL is checkpointed into the file
+			template.db, template.err = os.ReadFile(path)
+		}
+	})
+	return template.db, template.err
+}
+
+// sqliteBackend returns a backend on a SQLite file of its own in
+// t.TempDir(), a copy of the template, closed when the test ends. setup
+// gives its Services a Scheduler on it (schedulerFor). Commits are not
+// synced to disk (Synchronous NORMAL): the file is thrown away.
 func sqliteBackend(t testing.TB) *backend {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), sqlite.MemoryPath, nil)
+	db, err := templateDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "connect.db")
+	if err := os.WriteFile(path, db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(t.Context(), path, &sqlite.Options{Synchronous: "NORMAL"})
 	if err != nil {
 		t.Fatal(err)
 	}
