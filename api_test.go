@@ -304,7 +304,7 @@ func TestBadInput(t *testing.T) {
 
 func TestMountUnderPrefix(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()})
+	bu := setup(t, sqliteBackend(t))
 	mux := http.NewServeMux()
 	mux.Handle("/api/", http.StripPrefix("/api", bu.svc.APIHandler()))
 	srv := httptest.NewServer(mux)
@@ -323,14 +323,15 @@ func TestMountUnderPrefix(t *testing.T) {
 
 func TestNewValidatesConfig(t *testing.T) {
 	t.Parallel()
-	st := memoryStore()
+	b := sqliteBackend(t)
+	st, sched := b.store, schedulerFor(t, b)
 	for name, cfg := range map[string]connect.Config{
-		"no store":        {EncryptionKeys: []connect.EncryptionKey{testKey}},
-		"no keys":         {Store: st},
-		"short key":       {Store: st, EncryptionKeys: []connect.EncryptionKey{{ID: "a", Key: []byte("short")}}},
-		"bad key id":      {Store: st, EncryptionKeys: []connect.EncryptionKey{{ID: "a b", Key: testKey.Key}}},
-		"bad public url":  {Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, PublicURL: "not a url"},
-		"negative window": {Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, RateLimitWindow: -1},
+		"no store":        {Scheduler: sched, EncryptionKeys: []connect.EncryptionKey{testKey}},
+		"no keys":         {Store: st, Scheduler: sched},
+		"short key":       {Store: st, Scheduler: sched, EncryptionKeys: []connect.EncryptionKey{{ID: "a", Key: []byte("short")}}},
+		"bad key id":      {Store: st, Scheduler: sched, EncryptionKeys: []connect.EncryptionKey{{ID: "a b", Key: testKey.Key}}},
+		"bad public url":  {Store: st, Scheduler: sched, EncryptionKeys: []connect.EncryptionKey{testKey}, PublicURL: "not a url"},
+		"negative window": {Store: st, Scheduler: sched, EncryptionKeys: []connect.EncryptionKey{testKey}, RateLimitWindow: -1},
 	} {
 		if _, err := connect.New(cfg); err == nil {
 			t.Errorf("%s: New succeeded", name)
@@ -338,11 +339,17 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
-func TestNewRequiresSchedulerWithPostgres(t *testing.T) {
+func TestNewRequiresScheduler(t *testing.T) {
 	t.Parallel()
-	b := postgresBackend(t)
-	_, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}})
-	if !errors.Is(err, connect.ErrMissingScheduler) {
-		t.Fatalf("New without a Scheduler on Postgres: %v", err)
-	}
+	backends(t, func(t *testing.T, b *backend) {
+		_, err := connect.New(connect.Config{Store: b.store, EncryptionKeys: []connect.EncryptionKey{testKey}})
+		if !errors.Is(err, connect.ErrMissingScheduler) {
+			t.Fatalf("New without a Scheduler: %v", err)
+		}
+		for _, name := range []string{"sqlite.Connect", "postgres.Connect"} {
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("the error does not name %s: %v", name, err)
+			}
+		}
+	})
 }

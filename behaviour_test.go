@@ -312,7 +312,7 @@ func TestEnvironmentIsolation(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()}, func(c *connect.Config) {
+	bu := setup(t, sqliteBackend(t), func(c *connect.Config) {
 		c.RateLimitRequests = 3
 		c.RateLimitWindow = time.Minute
 	})
@@ -335,10 +335,10 @@ func TestRateLimit(t *testing.T) {
 // together.
 func TestRateLimitShared(t *testing.T) {
 	t.Parallel()
-	st := memoryStore()
+	b := sqliteBackend(t)
 	shared := ratelimit.NewFixedWindow(4, time.Minute, nil)
-	a := setup(t, &backend{store: st}, func(c *connect.Config) { c.RateLimiter = shared })
-	svcB, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, RateLimiter: shared})
+	a := setup(t, b, func(c *connect.Config) { c.RateLimiter = shared })
+	svcB, err := connect.New(connect.Config{Store: b.store, Scheduler: schedulerFor(t, b), EncryptionKeys: []connect.EncryptionKey{testKey}, RateLimiter: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestRateLimitShared(t *testing.T) {
 
 func TestProvidersAPI(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()})
+	bu := setup(t, sqliteBackend(t))
 	all := bu.mustDo(t, 200, req{method: "GET", path: "/providers"}).obj()["data"].([]any)
 	if len(all) < 150 {
 		t.Fatalf("%d providers", len(all))

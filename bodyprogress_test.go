@@ -221,7 +221,7 @@ func TestRequireBodyProgressThroughProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bu := setup(t, &backend{store: memoryStore()}, func(c *connect.Config) { c.Providers = cat })
+	bu := setup(t, sqliteBackend(t), func(c *connect.Config) { c.Providers = cat })
 	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"slow-upstream","unique_key":"up"}`})
 	bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"up","connection_id":"c1","api_key":"k"}`})
 	srv := httptest.NewServer(connect.RequireBodyProgress(bu.svc.Handler(), window, 1024))

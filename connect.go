@@ -44,7 +44,9 @@ type EncryptionKey struct {
 // Config configures a Service. Store and EncryptionKeys are required; every
 // other field has a documented default.
 type Config struct {
-	// Store holds all state. Required: store/memory or store/postgres.
+	// Store holds all state. Required: the Backend.Store of sqlite.Connect
+	// (one process, a file; sqlite.MemoryPath for tests) or of
+	// postgres.Connect, or a Store of the host's own.
 	Store Store
 
 	// EncryptionKeys seal credentials, client secrets, signing keys and
@@ -119,18 +121,18 @@ type Config struct {
 	// Now returns the current time. Defaults to time.Now; tests set it.
 	Now func() time.Time
 
-	// Scheduler runs background jobs: webhook deliveries. Defaults to an
-	// in-process jobs.Memory whose queue is lost when the process exits;
-	// when the Store implements store.CommitHooker (store/memory and
-	// store/postgres do), a job enqueued in a transaction is queued only
-	// once it commits. With store/postgres, pass postgres.Connect's
-	// Backend.Scheduler (or postgres.NewScheduler(db, opts, cfg)) instead:
-	// jobs are then rows inserted in the same transaction as the change
-	// that caused them, they survive restarts, and every instance on the
-	// database shares them. The webhook delivery job only wakes the
-	// outbox (attempts run outside it, and wait in the Store between
-	// them), so the default JobTimeout suffices. New registers the webhook
-	// delivery handler on it; Start and Stop start and stop it.
+	// Scheduler runs background jobs: webhook deliveries, sync runs, async
+	// actions, on-event functions, retention. Required: the job queue in
+	// the Store's database, Backend.Scheduler of sqlite.Connect or of
+	// postgres.Connect (or sqlite.NewScheduler, postgres.NewScheduler).
+	// Jobs are rows inserted in the same transaction as the change that
+	// caused them; they survive restarts, and every instance on the
+	// database shares them. (Tests use sqlite.Connect(ctx,
+	// sqlite.MemoryPath, nil), whose Store and Scheduler live in memory.)
+	// The webhook delivery job only wakes the outbox (attempts run outside
+	// it, and wait in the Store between them), so the default JobTimeout
+	// suffices. New registers its handlers on it, so a Scheduler serves
+	// one Service; Start and Stop start and stop it.
 	Scheduler jobs.Scheduler
 
 	// Notifier receives events (connection created, refresh failed, sync
@@ -419,7 +421,7 @@ type FunctionsConfig struct {
 var (
 	ErrMissingStore         = errors.New("connect: Config.Store is required")
 	ErrMissingEncryptionKey = errors.New("connect: Config.EncryptionKeys needs at least one key")
-	ErrMissingScheduler     = errors.New("connect: Config.Scheduler is required with a durable Store (use postgres.NewScheduler): the in-process scheduler would lose queued webhook deliveries on restart")
+	ErrMissingScheduler     = errors.New("connect: Config.Scheduler is required: give the Backend.Scheduler of sqlite.Connect or postgres.Connect, the job queue in the Store's database")
 )
 
 // Service holds end users' authorization for external APIs and serves the
@@ -464,7 +466,7 @@ type Service struct {
 }
 
 // New validates cfg and builds a Service. It does not touch the database:
-// migrate it first (postgres.Migrate).
+// migrate it first (sqlite.Connect and postgres.Connect do).
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
 		return nil, ErrMissingStore
@@ -472,7 +474,7 @@ func New(cfg Config) (*Service, error) {
 	if len(cfg.EncryptionKeys) == 0 {
 		return nil, ErrMissingEncryptionKey
 	}
-	if d, ok := cfg.Store.(store.Durable); ok && d.Durable() && cfg.Scheduler == nil {
+	if cfg.Scheduler == nil {
 		return nil, ErrMissingScheduler
 	}
 	keys := make([]secret.Key, len(cfg.EncryptionKeys))
@@ -1145,13 +1147,6 @@ func (s *Service) setupWebhooks() error {
 		return fmt.Errorf("connect: Config.Webhooks: %w", err)
 	}
 	s.scheduler = cfg.Scheduler
-	if s.scheduler == nil {
-		opts := jobs.MemoryOptions{Now: cfg.Now, Logger: cfg.Logger}
-		if h, ok := cfg.Store.(store.CommitHooker); ok {
-			opts.Hooker = h
-		}
-		s.scheduler = jobs.NewMemory(opts)
-	}
 	s.deliverer = webhooks.NewDeliverer(webhooks.DelivererConfig{
 		Delivery:   cfg.Webhooks,
 		Store:      cfg.Store,

@@ -15,7 +15,7 @@ import (
 // to GET /connect/session, and it calls the API at PublicURL by default.
 func TestConnectUIMounted(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()}, func(c *connect.Config) {
+	bu := setup(t, sqliteBackend(t), func(c *connect.Config) {
 		c.ConnectUI.AllowedAPIOrigins = []string{"https://other.example.com"}
 	})
 	connectSrv := httptest.NewServer(bu.svc.ConnectHandler())
@@ -61,7 +61,8 @@ func TestConnectUIMounted(t *testing.T) {
 
 func TestConnectUIConfigChecked(t *testing.T) {
 	t.Parallel()
-	_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey},
+	cfg := baseConfig(t)
+	_, err := connect.New(connect.Config{Store: cfg.Store, Scheduler: cfg.Scheduler, EncryptionKeys: cfg.EncryptionKeys,
 		ConnectUI: connectui.Config{AllowedAPIOrigins: []string{"not a url"}}})
 	if err == nil || !strings.Contains(err.Error(), "ConnectUI") {
 		t.Fatalf("New with a bad ConnectUI config: %v", err)

@@ -51,10 +51,13 @@
 //
 // # Storage
 //
-// A [Store] holds all state. store/memory keeps it in memory, for tests and
-// trying things out; store/postgres keeps it in tables of their own schema
-// inside the host's database. Both pass the conformance suite of
-// store/storetest, which a host can run against a Store of its own.
+// A [Store] holds all state, and a [Scheduler] runs the background jobs
+// in the same database. store/sqlite keeps both in one SQLite file, for
+// one process with nothing to install (or in memory, for tests:
+// sqlite.Connect(ctx, sqlite.MemoryPath, nil)); store/postgres keeps them in
+// tables of their own schema inside the host's database, for several
+// instances. Both pass the conformance suite of store/storetest, which a
+// host can run against a Store of its own.
 //
 // # Bounded storage
 //

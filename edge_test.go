@@ -263,7 +263,7 @@ func checkRefusal(t *testing.T, what string, rt edgeRoute, v edgeVariant, r rawR
 }
 
 // tableCounts counts the rows of every table of a Postgres backend's
-// schema; for the memory store, the operations log entries.
+// schema; for SQLite, the operations log entries.
 func tableCounts(t *testing.T, b *backend, bu *bundle) map[string]int {
 	t.Helper()
 	out := map[string]int{}
@@ -346,7 +346,7 @@ func TestBadInputAtTheEdge(t *testing.T) {
 // Service's handlers.
 func TestBadInputInProcess(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()})
+	bu := setup(t, sqliteBackend(t))
 	seed(t, bu)
 	before := snapshot(t, bu)
 	handlers := map[string]http.Handler{"Handler": bu.svc.Handler(), "APIHandler": bu.svc.APIHandler(),

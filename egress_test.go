@@ -121,7 +121,7 @@ func TestCredentialCheckCannotProbeTheNetwork(t *testing.T) {
 		tok := bu.session(t, `{"tags":{"end_user_id":"u1"}}`)
 		return bu.auth(t, "/api-auth/api-key/"+name, tok, "", `{"apiKey":"k-123456"}`)
 	}
-	strict := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Providers = cat })
+	strict := setupStrict(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Providers = cat })
 	first := ""
 	for name := range bases {
 		strict.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"` + name + `","unique_key":"` + name + `"}`})
@@ -162,7 +162,7 @@ func TestCredentialCheckCannotProbeTheNetwork(t *testing.T) {
 
 	// Loopback allowed: the closed port cannot be reached, the open one
 	// answers (and refuses the key).
-	loop := setup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Providers = cat })
+	loop := setup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Providers = cat })
 	for name, want := range map[string]string{"probe-closed": egress.CodeUnreachable, "probe-open": "connection_validation_failed",
 		"probe-metadata": egress.CodeAddressNotAllowed, "probe-private": egress.CodeAddressNotAllowed} {
 		loop.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"` + name + `","unique_key":"` + name + `"}`})
@@ -186,7 +186,7 @@ func TestCredentialCheckCannotProbeTheNetwork(t *testing.T) {
 // address_not_allowed, and so is the failure webhook, without detail.
 func TestFlowTokenRequestsFollowThePolicy(t *testing.T) {
 	t.Parallel()
-	ob := oauthSetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Egress = egress.Policy{} })
+	ob := oauthSetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Egress = egress.Policy{} })
 	tok := ob.session(t, `{"tags":{"end_user_id":"u1"}}`)
 	_, port, _ := net.SplitHostPort(ob.prov.srv.Listener.Addr().String())
 	for _, key := range []string{"fo", "f1", "fapp"} {
@@ -233,7 +233,7 @@ func TestFlowTokenRequestsFollowThePolicy(t *testing.T) {
 // address_not_allowed under the default policy.
 func TestClientCredentialsFollowThePolicy(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Egress = egress.Policy{} })
+	sb := sessionSetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Egress = egress.Policy{} })
 	tok := sb.session(t, `{"tags":{"end_user_id":"u1"}}`)
 	r := sb.auth(t, "/oauth2/auth/cc1", tok, "", `{"client_id":"cc-id","client_secret":"cc-secret"}`)
 	if r.status != 400 || r.errCode() != egress.CodeAddressNotAllowed || leaksNetworkDetail(string(r.raw)) != "" {
@@ -257,7 +257,7 @@ func TestRefreshFollowsThePolicy(t *testing.T) {
 	}{{"refused", true, egress.CodeAddressNotAllowed}, {"unreachable", false, egress.CodeUnreachable}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rb := refreshSetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+			rb := refreshSetup(t, sqliteBackend(t), func(cfg *connect.Config) {
 				if tc.strict {
 					cfg.Egress = egress.Policy{}
 				}
@@ -305,8 +305,9 @@ func TestRefreshFollowsThePolicy(t *testing.T) {
 func TestWebhooksFollowTheirPolicy(t *testing.T) {
 	t.Parallel()
 	rc := newHookReceiver(t, time.Now, always(http.StatusOK))
-	st := memoryStore()
-	bu := setupStrict(t, &backend{store: st}, func(cfg *connect.Config) {
+	b := sqliteBackend(t)
+	st := b.lite
+	bu := setupStrict(t, b, func(cfg *connect.Config) {
 		// No slow schedule: the delivery fails after its first attempts.
 		cfg.Webhooks = webhooks.DeliveryConfig{Backoff: time.Millisecond, Timeout: 5 * time.Second, Schedule: []time.Duration{}}
 	})
@@ -360,7 +361,7 @@ func TestProxyPolicyIsTheEgressPolicy(t *testing.T) {
 	t.Parallel()
 	open := newCountingServer(t, http.StatusOK)
 	cat := probeCatalog(t, map[string]string{"probe-open": open.srv.URL})
-	bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+	bu := setupStrict(t, sqliteBackend(t), func(cfg *connect.Config) {
 		cfg.Providers = cat
 		cfg.Proxy.Policy = egress.Policy{AllowLoopback: true}
 	})
@@ -369,7 +370,8 @@ func TestProxyPolicyIsTheEgressPolicy(t *testing.T) {
 	if r := bu.auth(t, "/api-auth/api-key/p", tok, "", `{"apiKey":"k"}`); r.status != 200 || open.hits.Load() != 1 {
 		t.Errorf("credential check with Proxy.Policy allowing loopback: %d %s, %d hits", r.status, r.raw, open.hits.Load())
 	}
-	_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey},
+	cfg := baseConfig(t)
+	_, err := connect.New(connect.Config{Store: cfg.Store, Scheduler: cfg.Scheduler, EncryptionKeys: cfg.EncryptionKeys,
 		Egress: egress.Policy{AllowPrivateNetworks: true}, Proxy: proxy.Config{Policy: egress.Policy{AllowLoopback: true}}})
 	if err == nil {
 		t.Error("New accepted a Proxy.Policy that differs from Egress")

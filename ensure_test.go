@@ -267,8 +267,8 @@ func TestEnsureConcurrent(t *testing.T) {
 }
 
 // TestEnsureRace: the two orders in which concurrent Ensure calls can
-// find each other's writes, forced. Postgres only: the memory Store runs
-// one transaction at a time.
+// find each other's writes, forced. Postgres only: SQLite runs one write
+// transaction at a time.
 //
 //   - Both calls find neither the environment nor the key, then both create
 //     them: the second's writes meet the first's, it starts over and finds
@@ -298,7 +298,7 @@ func TestEnsureRace(t *testing.T) {
 				late.Store(true)
 			}
 		}}
-		racy := &backend{store: hs, db: b.db, schema: b.schema}
+		racy := b.with(hs)
 		results := ensureAll(t, []*connect.Service{serviceWith(t, racy, testKey), serviceWith(t, racy, testKey)})
 		if late.Load() {
 			t.Fatal("the two calls did not both look up the key within a minute")
@@ -320,7 +320,7 @@ func TestEnsureRace(t *testing.T) {
 					&environments.NewAPIKey{Name: "other", Secret: "prod-key-0123456789abcdef", Scopes: allScopes})
 			}
 		}}
-		svc := serviceWith(t, &backend{store: hs, db: b.db, schema: b.schema}, testKey)
+		svc := serviceWith(t, b.with(hs), testKey)
 		second, err := svc.Environments().Ensure(context.Background(), environments.CreateInput{Name: "prod"},
 			&environments.NewAPIKey{Name: "backend", Secret: "prod-key-0123456789abcdef", Scopes: allScopes})
 		if firstErr != nil || err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/environments"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // Make sure, at every start of the host, of the environment its end users'
@@ -17,7 +17,19 @@ import (
 // with the wrong key writes nothing.
 func ExampleService_Environments() {
 	ctx := context.Background()
-	st := memory.New() // the same database across restarts
+	db, err := sqlite.Connect(ctx, sqlite.MemoryPath, nil) // the same database across restarts
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	// A Scheduler per start: the Service registers its jobs on it.
+	scheduler := func() *sqlite.Scheduler {
+		s, err := sqlite.NewScheduler(ctx, db.Store, sqlite.SchedulerConfig{})
+		if err != nil {
+			panic(err)
+		}
+		return s
+	}
 	// CONNECT_ENCRYPTION_KEY, made once with openssl rand -base64 32.
 	key, err := connect.ParseEncryptionKey("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=")
 	if err != nil {
@@ -27,7 +39,7 @@ func ExampleService_Environments() {
 	backend := &environments.NewAPIKey{Name: "backend", Secret: "sk-prod-0123456789abcdef", Scopes: []string{environments.ScopeAll}}
 
 	for start := 1; start <= 2; start++ {
-		svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{key}})
+		svc, err := connect.New(connect.Config{Store: db.Store, Scheduler: scheduler(), EncryptionKeys: []connect.EncryptionKey{key}})
 		if err != nil {
 			panic(err)
 		}
@@ -40,7 +52,7 @@ func ExampleService_Environments() {
 
 	// Started with another key: refused before anything is written.
 	other, _ := connect.ParseEncryptionKey("CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=")
-	svc, _ := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{other}})
+	svc, _ := connect.New(connect.Config{Store: db.Store, Scheduler: scheduler(), EncryptionKeys: []connect.EncryptionKey{other}})
 	_, err = svc.Environments().Ensure(ctx, environments.CreateInput{Name: "staging"}, nil)
 	fmt.Println("with another key:", errors.Is(err, connect.ErrEncryptionKey))
 	// Output:

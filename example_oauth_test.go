@@ -15,21 +15,27 @@ import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // Create a connect session for an end user and send their browser to
 // GitHub: the popup URL that @nangohq/frontend's auth() opens redirects to
 // the provider with PKCE and a state bound to the browser by a cookie.
 func ExampleService_ConnectSessions() {
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		PublicURL:      "https://connect.example.com",
 	})
 	ctx := context.Background()
 	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
-	_, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "github", UniqueKey: "github",
+	_, err = svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "github", UniqueKey: "github",
 		Credentials: &integrations.Credentials{Type: "OAUTH2", ClientID: "my-client", ClientSecret: "my-secret"}})
 	if err != nil {
 		panic(err)
@@ -63,8 +69,14 @@ func ExampleService_ConnectSessions() {
 // next 10 minutes (plus the refresh threshold) and delete expired sessions
 // and OAuth flows. A started Service does this every MaintenanceInterval.
 func ExampleService_Sweep() {
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:               memory.New(),
+		Store:               db.Store,
+		Scheduler:           db.Scheduler,
 		EncryptionKeys:      []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		MaintenanceInterval: -1,
 	})
@@ -78,8 +90,14 @@ func ExampleService_Sweep() {
 // websocketsPath that @nangohq/frontend needs (it resolves that path
 // against its host's origin).
 func ExampleService_Handler_underPrefix() {
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		PublicURL:      "https://app.example.com/connect",
 	})

@@ -14,7 +14,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/oplog"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // Keep operations log entries for three days instead of 15, and apply the
@@ -22,8 +22,14 @@ import (
 // maintenance sweep.
 func ExampleService_Retain() {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
 		Now:            func() time.Time { return now },
 		Retention:      connect.RetentionConfig{Logs: 3 * 24 * time.Hour},
@@ -43,8 +49,14 @@ func ExampleService_Retain() {
 // must send 1 KiB (or the end of its body) in each 200 ms spent waiting for
 // it; one that stops sending is answered 408 and its connection closed.
 func ExampleRequireBodyProgress() {
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
 	})
 	ctx := context.Background()
@@ -77,8 +89,14 @@ func ExampleRequireBodyProgress() {
 // integration (bodies and rows, as webhooks.ForwardCharge counts them).
 func ExampleIncomingWebhooksConfig() {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
 		Now:            func() time.Time { return now },
 		IncomingWebhooks: connect.IncomingWebhooksConfig{

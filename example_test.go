@@ -15,14 +15,20 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/proxy"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // Mount the Service's API under a prefix of the host's mux and call it with
 // an environment's API key.
 func ExampleService_Handler() {
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 	})
 	if err != nil {
@@ -63,13 +69,19 @@ func ExampleService_Handler() {
 
 // Import an existing API key for an end user and read it back from Go.
 func ExampleService_Connections() {
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 	})
 	ctx := context.Background()
 	env, _ := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
-	_, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "openai", UniqueKey: "openai"})
+	_, err = svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: "openai", UniqueKey: "openai"})
 	if err != nil {
 		panic(err)
 	}
@@ -97,8 +109,14 @@ func ExampleService_Proxy() {
 	}))
 	defer api.Close()
 
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		// The stand-in listens on 127.0.0.1, which provider calls may not
 		// reach by default.

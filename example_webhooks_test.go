@@ -12,7 +12,7 @@ import (
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -41,8 +41,14 @@ func ExampleService_Environments_webhooks() {
 	}))
 	defer app.Close()
 
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{ID: "k1", Key: bytes.Repeat([]byte{1}, 32)}},
 		// The receiver listens on 127.0.0.1, which webhooks may not reach
 		// by default.

@@ -42,7 +42,7 @@ func FuzzRequestBodies(f *testing.F) {
 			f.Add(uint8(i), s)
 		}
 	}
-	bu := setup(f, &backend{store: memoryStore()})
+	bu := setup(f, sqliteBackend(f))
 	seed(f, bu)
 	h := bu.svc.Handler()
 	f.Fuzz(func(t *testing.T, route uint8, body string) {
@@ -80,7 +80,7 @@ func FuzzRequestEdge(f *testing.F) {
 	} {
 		f.Add(s.path, s.query, s.header)
 	}
-	bu := setup(f, &backend{store: memoryStore()})
+	bu := setup(f, sqliteBackend(f))
 	seed(f, bu)
 	handlers := []http.Handler{bu.svc.Handler(), bu.svc.APIHandler(), bu.svc.ProxyHandler(), bu.svc.ConnectHandler()}
 	f.Fuzz(func(t *testing.T, path, query, header string) {

@@ -17,16 +17,17 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/internal/pgtest"
 	"github.com/embedauth/connect/jobs"
-	"github.com/embedauth/connect/store/memory"
 	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
-// backends runs fn once per Store implementation: memory, and Postgres in a
-// fresh schema (skipped without TEST_DATABASE_URL unless required).
+// backends runs fn once per Store implementation: SQLite (a private
+// in-memory database), and Postgres in a fresh schema (skipped without
+// TEST_DATABASE_URL unless required).
 func backends(t *testing.T, fn func(t *testing.T, b *backend)) {
-	t.Run("memory", func(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		fn(t, &backend{store: memory.New()})
+		fn(t, sqliteBackend(t))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
@@ -56,7 +57,8 @@ func postgresBackend(t *testing.T) *backend {
 
 type backend struct {
 	store  connect.Store
-	db     *sql.DB // nil for memory
+	lite   *sqlite.Store // the Store of a SQLite backend, else nil
+	db     *sql.DB       // the database of a Postgres backend, else nil
 	schema string
 }
 
@@ -235,13 +237,20 @@ func newServer(t testing.TB, svc *connect.Service) *httptest.Server {
 	return srv
 }
 
-// schedulerFor returns a River scheduler on the backend's schema for a
-// Postgres backend (connect.New requires one with a durable Store), and nil
-// (the in-process default) for memory.
+// schedulerFor returns a new River scheduler on the backend's database,
+// polling every 20 ms: one per Service (connect.New registers its handlers
+// on it).
 func schedulerFor(t testing.TB, b *backend) jobs.Scheduler {
 	t.Helper()
+	if b.lite != nil {
+		sched, err := sqlite.NewScheduler(t.Context(), b.lite, sqliteSchedulerConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sched
+	}
 	if b.db == nil {
-		return nil
+		t.Fatal("schedulerFor: a backend with neither SQLite nor Postgres")
 	}
 	sched, err := postgres.NewScheduler(b.db, &postgres.Options{Schema: b.schema}, postgres.SchedulerConfig{
 		FetchPollInterval: 20 * time.Millisecond, JobTimeout: time.Minute, CancelGrace: time.Second,

@@ -320,7 +320,7 @@ func TestHeadlessUnauthenticated(t *testing.T) {
 // end user replace a preset value and add undeclared keys.)
 func TestHeadlessParams(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()})
+	sb := sessionSetup(t, sqliteBackend(t))
 	tok := sb.session(t, `{"tags":{},"integrations_config_defaults":{"key1":{"connection_config":{"region":"eu"}}}}`)
 	for _, tc := range []struct {
 		query  string
@@ -373,7 +373,7 @@ func TestHeadlessParams(t *testing.T) {
 // refuses the others with integration_not_allowed.
 func TestHeadlessAllowedIntegrations(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()})
+	sb := sessionSetup(t, sqliteBackend(t))
 	tok := sb.session(t, `{"tags":{},"allowed_integrations":["plain"]}`)
 	for _, path := range []string{"/api-auth/basic/basic1", "/api-auth/api-key/key1", "/auth/unauthenticated/none1", "/oauth2/auth/cc1", "/api-auth/api-key/nope"} {
 		if r := sb.auth(t, path, tok, "", `{"apiKey":"k","username":"u","password":"p","client_id":"a","client_secret":"b"}`); r.status != 400 || r.errCode() != "integration_not_allowed" {
@@ -393,7 +393,7 @@ func TestHeadlessAllowedIntegrations(t *testing.T) {
 // Access-Control-Allow-Origin: * on their answers, errors included.
 func TestHeadlessCORS(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()})
+	sb := sessionSetup(t, sqliteBackend(t))
 	for _, path := range []string{
 		"/api-auth/api-key/key1", "/api-auth/basic/basic1", "/oauth2/auth/cc1", "/auth/unauthenticated/none1",
 		"/connect/session", "/integrations", "/providers/github",
@@ -524,7 +524,7 @@ func truncate(b []byte) string {
 // Authorization header, and an API key does not replace the session token.
 func TestHeadlessRequiresNoAPIKey(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()})
+	sb := sessionSetup(t, sqliteBackend(t))
 	r := sb.do(t, req{method: "POST", path: "/api-auth/api-key/plain", body: `{"apiKey":"k"}`}) // with the API key as bearer
 	if r.status != 401 || r.errCode() != "missing_connect_session_token" {
 		t.Errorf("API key instead of a session token: %d %s", r.status, r.raw)
@@ -535,7 +535,7 @@ func TestHeadlessRequiresNoAPIKey(t *testing.T) {
 // the session's environment, with Retry-After when it is exceeded.
 func TestHeadlessRateLimit(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.RateLimitRequests = 12 })
+	sb := sessionSetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.RateLimitRequests = 12 })
 	tok := sb.session(t, `{"tags":{}}`)
 	var last *response
 	for range 20 {

@@ -71,7 +71,7 @@ func pageError(body string) string {
 // and without a preset the end user may only name a Salesforce host.
 func TestSalesforceHostnameAudit(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()})
+	bu := setup(t, sqliteBackend(t))
 	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"salesforce","unique_key":"sf",
 		"credentials":{"type":"OAUTH2","client_id":"sf-client","client_secret":"sf-secret"}}`})
 	preset := bu.session(t, `{"tags":{"end_user_id":"u1"},"integrations_config_defaults":{"sf":{"connection_config":{"hostname":"acme.my.salesforce.com"}}}}`)
@@ -183,7 +183,7 @@ func TestNoValueChoosesTheHostOfAnyURL(t *testing.T) {
 	evil := newCountingServer(t, http.StatusOK)
 	attack := "127.0.0.1:" + evil.port() + "/x?"
 	cat := hostPickCatalog(t, good, api)
-	bu := setup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+	bu := setup(t, sqliteBackend(t), func(cfg *connect.Config) {
 		cfg.Now = clock.Now
 		cfg.Providers = cat
 		cfg.ProxyCacheTTL = -1 // rows are changed behind the Service's back below
@@ -359,7 +359,7 @@ func TestEndUserConfigFollowsTheFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bu := setup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Providers = cat })
+	bu := setup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Providers = cat })
 	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"typed","unique_key":"typed"}`})
 	bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"gh","credentials":{"type":"OAUTH2","client_id":"c","client_secret":"s"}}`})
 	tok := bu.session(t, `{"tags":{"end_user_id":"u1"},"integrations_config_defaults":{"typed":{"connection_config":{"site":"acme"}},

@@ -388,7 +388,7 @@ func TestImportStartsRefreshOver(t *testing.T) {
 // that the proxy has cached.
 func TestBulkImportDropsProxyCache(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.ProxyCacheTTL = time.Hour })
+	pb := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.ProxyCacheTTL = time.Hour })
 	if resp, _ := pb.call(t, "GET", "/proxy/x", route(pxHeader), ""); resp.StatusCode != 200 || pb.up.last().header.Get("X-Api-Key") != "key-header-123" {
 		t.Fatalf("= %d", resp.StatusCode)
 	}

@@ -50,8 +50,9 @@ func TestEncryptionKeyID(t *testing.T) {
 	}
 
 	// A key without an id seals under the derived id.
-	st := memoryStore()
-	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{{Key: key}}})
+	b := sqliteBackend(t)
+	st := b.lite
+	svc, err := connect.New(connect.Config{Store: st, Scheduler: schedulerFor(t, b), EncryptionKeys: []connect.EncryptionKey{{Key: key}}})
 	if err != nil {
 		t.Fatal(err)
 	}

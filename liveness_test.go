@@ -108,7 +108,7 @@ func TestFinishingRunIsLive(t *testing.T) {
 		var offset atomic.Int64
 		now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 		start := time.Now()
-		f := setupSyncConfig(t, &backend{store: h, db: b.db, schema: b.schema}, func(c *connect.Config) { c.Now = now },
+		f := setupSyncConfig(t, b.with(h), func(c *connect.Config) { c.Now = now },
 			issueSync(nil, true, "1h", true))
 		select {
 		case <-entered:
@@ -170,7 +170,7 @@ func TestRetentionSparesARunningSync(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		h := &hookedStore{Store: b.store}
 		var offset atomic.Int64
-		f := setupSyncConfig(t, &backend{store: h, db: b.db, schema: b.schema}, func(c *connect.Config) {
+		f := setupSyncConfig(t, b.with(h), func(c *connect.Config) {
 			c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 		}, issueSync(nil, false, "1h", false))
 		start := time.Now()
@@ -253,7 +253,7 @@ func TestLostHeartbeatAnswer(t *testing.T) {
 				}
 			}}
 		start := time.Now()
-		f := setupSyncConfig(t, &backend{store: h, db: b.db, schema: b.schema}, nil, sy,
+		f := setupSyncConfig(t, b.with(h), nil, sy,
 			functions.NewAction("fx", "wait", func(ctx context.Context, c *functions.Context, in struct{}) (map[string]int32, error) {
 				n := actionRuns.Add(1)
 				select {

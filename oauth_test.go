@@ -736,7 +736,7 @@ func TestOAuthTokenFailure(t *testing.T) {
 // and a malformed parameter.
 func TestOAuthConnectErrors(t *testing.T) {
 	t.Parallel()
-	ob := oauthSetup(t, &backend{store: memoryStore()})
+	ob := oauthSetup(t, sqliteBackend(t))
 	expired := ob.session(t, `{"tags":{"end_user_id":"u1"}}`)
 	ob.clock.advance(31 * time.Minute)
 	tok := ob.session(t, `{"tags":{"end_user_id":"u1"},"allowed_integrations":["fo","key1","f1"]}`)
@@ -969,7 +969,7 @@ func read(t *testing.T, c *websocket.Conn, v *map[string]any) {
 // the status poll: none is answered with a 5xx, and none writes a
 // connection.
 func FuzzOAuthEndpoints(f *testing.F) {
-	ob := oauthSetup(f, &backend{store: memoryStore()})
+	ob := oauthSetup(f, sqliteBackend(f))
 	ns, err := ob.svc.ConnectSessions().Create(context.Background(), ob.env.ID, connections.CreateSessionInput{Tags: map[string]string{"end_user_id": "u1"}})
 	if err != nil {
 		f.Fatal(err)

@@ -239,13 +239,14 @@ func TestPublicURLChecked(t *testing.T) {
 		"websocket path query":    {WebsocketsPath: "/ws?x=1"},
 		"websocket path host":     {WebsocketsPath: "//evil.example.com/ws"},
 	} {
-		cfg.Store, cfg.EncryptionKeys = memoryStore(), []connect.EncryptionKey{testKey}
+		base := baseConfig(t)
+		cfg.Store, cfg.Scheduler, cfg.EncryptionKeys = base.Store, base.Scheduler, base.EncryptionKeys
 		if _, err := connect.New(cfg); err == nil {
 			t.Errorf("%s: New accepted PublicURL %q, WebsocketsPath %q", name, cfg.PublicURL, cfg.WebsocketsPath)
 		}
 	}
 	// A trailing slash is the same base, and WebsocketsPath follows its path.
-	bu := setup(t, &backend{store: memoryStore()}, func(c *connect.Config) {
+	bu := setup(t, sqliteBackend(t), func(c *connect.Config) {
 		c.PublicURL = "https://app.example.com/auth/"
 		c.WebsocketsPath = "/ws"
 	})

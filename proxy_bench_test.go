@@ -523,7 +523,7 @@ func processCPU() time.Duration {
 // httputil.ReverseProxy that adds a fixed header, with the same Transport
 // and the same request, served in process; proxy_signed is the proxy for
 // a provider whose headers are computed per request (as BenchmarkProxy's). The connection comes from the
-// proxy's cache after the first call (memory store).
+// proxy's cache after the first call (SQLite in memory).
 func BenchmarkProxyHandlerOverhead(b *testing.B) {
 	ctx := context.Background()
 	body := []byte(`{"id":12345,"login":"octocat"}`)
@@ -551,7 +551,8 @@ func BenchmarkProxyHandlerOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey},
+	lite := baseConfig(b)
+	svc, err := connect.New(connect.Config{Store: lite.Store, Scheduler: lite.Scheduler, EncryptionKeys: lite.EncryptionKeys,
 		RateLimitRequests: -1, Providers: cat, Proxy: proxy.Config{Transport: stub}})
 	if err != nil {
 		b.Fatal(err)

@@ -16,13 +16,13 @@ import (
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // pcStore counts the reads of connections and API keys; while gate is
 // set, each such read waits for it to close, after reading.
 type pcStore struct {
-	*memory.Store
+	*sqlite.Store
 	mu        sync.Mutex
 	connReads int
 	keyReads  int
@@ -100,7 +100,8 @@ func pcSetup(t *testing.T) *pcBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &pcBundle{st: &pcStore{Store: memory.New()}, clock: newPCClock()}
+	lite := sqliteBackend(t) // in the test's bubble, which it must not outlive
+	b := &pcBundle{st: &pcStore{Store: lite.lite}, clock: newPCClock()}
 	upstream := pcRoundTrip(func(r *http.Request) (*http.Response, error) {
 		b.mu.Lock()
 		b.sent = append(b.sent, r.Header.Get("X-Api-Key"))
@@ -108,13 +109,13 @@ func pcSetup(t *testing.T) *pcBundle {
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(strings.NewReader(`{"ok":true}`)), Request: r}, nil
 	})
-	cfg := connect.Config{Store: b.st, EncryptionKeys: []connect.EncryptionKey{testKey}, Now: b.clock.Now, Providers: cat,
-		RateLimitRequests: -1}
+	cfg := connect.Config{Store: b.st, Scheduler: schedulerFor(t, lite), EncryptionKeys: []connect.EncryptionKey{testKey},
+		Now: b.clock.Now, Providers: cat, RateLimitRequests: -1}
 	cfg.Proxy.Transport = upstream
 	if b.svc, err = connect.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Store = b.st.Store
+	cfg.Store, cfg.Scheduler = b.st.Store, schedulerFor(t, lite)
 	other, err := connect.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -462,7 +462,7 @@ func checkOAuth1(t *testing.T, s seen, want oauth1Want, method, baseURL string, 
 
 func TestProxyEveryMethodPassesPathQueryAndBody(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	for _, m := range proxy.Methods() {
 		t.Run(m, func(t *testing.T) {
 			body := `{"method":"` + m + `","ü":"x y"}`
@@ -500,7 +500,7 @@ func TestProxyEveryMethodPassesPathQueryAndBody(t *testing.T) {
 
 func TestProxyRefusesBadRequests(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
@@ -582,7 +582,7 @@ func TestProxyRefusesBadRequests(t *testing.T) {
 
 func TestProxyRetries(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	failFirst := func(n int, status int, h map[string]string) func(w http.ResponseWriter, r *http.Request, i int) {
 		var mu sync.Mutex
 		count := 0
@@ -752,7 +752,7 @@ func TestProxyRetriesTimeouts(t *testing.T) {
 
 	// An attempt that answers must never meet the timeout, whatever the
 	// load: a second is plenty for a loopback answer.
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = time.Second })
+	pb := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = time.Second })
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
 		if i == 1 {
 			hang(w, r)
@@ -766,7 +766,7 @@ func TestProxyRetriesTimeouts(t *testing.T) {
 	}
 
 	// When no attempt answers, the timeout's length does not matter.
-	pb = proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = 50 * time.Millisecond })
+	pb = proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Proxy.ResponseHeaderTimeout = 50 * time.Millisecond })
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, _ int) { hang(w, r) })
 	resp, body = pb.call(t, "GET", "/proxy/slow", route(pxHeader), "")
 	if resp.StatusCode != 504 || errorCode(t, body) != proxy.CodeUpstreamTimeout || len(pb.up.requests()) != 1 {
@@ -827,7 +827,7 @@ func closedPort(t *testing.T) string {
 // attempt only.
 func TestProxyRetriesNetworkErrors(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.MaxReplayBody = 16 })
+	pb := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Proxy.MaxReplayBody = 16 })
 	override := func(addr string, kv ...string) map[string]string {
 		return with(route(pxQuery), append([]string{"Base-Url-Override", "http://" + addr}, kv...)...)
 	}
@@ -929,7 +929,7 @@ func TestProxyRetriesNetworkErrors(t *testing.T) {
 	// An address the policy refuses is never retried: the dial-time check
 	// (localhost resolves to loopback, refused here) answers the same with
 	// and without Retries, without a wait.
-	refusing := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.Policy = proxy.Policy{} })
+	refusing := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Proxy.Policy = proxy.Policy{} })
 	_, port, _ := net.SplitHostPort(refusing.up.srv.Listener.Addr().String())
 	once, onceBody := refusing.call(t, "GET", "/proxy/x", with(route(pxHeader), "Base-Url-Override", "http://localhost:"+port), "")
 	again, againBody := refusing.call(t, "GET", "/proxy/x", with(route(pxHeader), "Base-Url-Override", "http://localhost:"+port, "Retries", "3"), "")
@@ -946,7 +946,7 @@ func TestProxyRetriesNetworkErrors(t *testing.T) {
 
 func TestProxyRetryOnlyReplayableBodies(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.MaxReplayBody = 16 })
+	pb := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Proxy.MaxReplayBody = 16 })
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
 		w.WriteHeader(503)
 		fmt.Fprintf(w, "fail %d", i)
@@ -1013,7 +1013,7 @@ func TestProxyRefreshesOn401(t *testing.T) {
 
 func TestProxyCacheDroppedOnChange(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.ProxyCacheTTL = time.Hour })
+	pb := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.ProxyCacheTTL = time.Hour })
 	if resp, _ := pb.call(t, "GET", "/proxy/x", route(pxHeader), ""); resp.StatusCode != 200 {
 		t.Fatalf("= %d", resp.StatusCode)
 	}
@@ -1030,7 +1030,7 @@ func TestProxyCacheDroppedOnChange(t *testing.T) {
 
 func TestProxyRefreshesTokenNearExpiry(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	pb.importOAuth(t, pxOAuth, "soon", "rt-soon", time.Minute, "")
 	resp, _ := pb.call(t, "GET", "/proxy/me", map[string]string{"Connection-Id": "soon", "Provider-Config-Key": pxOAuth}, "")
 	if resp.StatusCode != 200 {
@@ -1055,7 +1055,7 @@ func TestProxyRefreshesTokenNearExpiry(t *testing.T) {
 
 func TestProxyRedirects(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	other := newUpstream(t)
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
 		switch r.URL.Path {
@@ -1101,7 +1101,7 @@ func TestProxyRedirects(t *testing.T) {
 
 func TestProxyRedirectLimit(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Proxy.MaxRedirects = -1 })
+	pb := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Proxy.MaxRedirects = -1 })
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
 		http.Redirect(w, r, "/elsewhere", http.StatusFound)
 	})
@@ -1113,7 +1113,7 @@ func TestProxyRedirectLimit(t *testing.T) {
 
 func TestProxyDropsHopByHopHeaders(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	for _, status := range []int{200, 500} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
@@ -1169,7 +1169,7 @@ func TestProxyDropsHopByHopHeaders(t *testing.T) {
 // function's Context.Proxy makes) drops the headers the route drops.
 func TestProxyDoDropsHopByHopHeaders(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	resp, err := pb.svc.Proxy(t.Context(), &proxy.Request{EnvironmentID: pb.env.ID, IntegrationKey: pxHeader, ConnectionID: pxConn,
 		Endpoint: "/hop", Header: http.Header{"Proxy-Authorization": {"Basic c2VjcmV0OnZhbHVl"}, "proxy-connection": {"keep-alive"},
 			"Keep-Alive": {"1"}, "Upgrade": {"x"}, "Te": {"trailers"}, "Connection": {"X-Custom"}, "Host": {"evil.example"},
@@ -1191,7 +1191,7 @@ func TestProxyDoDropsHopByHopHeaders(t *testing.T) {
 
 func TestProxyDecompress(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(`{"big":"` + strings.Repeat("z", 1000) + `"}`))
@@ -1217,7 +1217,7 @@ func TestProxyDecompress(t *testing.T) {
 
 func TestProxyStreamsResponses(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	release := make(chan struct{})
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
 		fmt.Fprint(w, "first chunk\n")
@@ -1271,7 +1271,7 @@ func TestProxyRefusesPrivateAddresses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Egress = tc.policy })
+			bu := setupStrict(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Egress = tc.policy })
 			bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"openai","unique_key":"oa"}`})
 			bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"c","api_key":"sk-secret-value"}`})
 			r := bu.do(t, req{method: "GET", path: "/proxy/v1/models", header: map[string]string{
@@ -1291,7 +1291,7 @@ func TestProxyRefusesPrivateAddresses(t *testing.T) {
 
 func TestProxyBodyLimits(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+	pb := proxySetup(t, sqliteBackend(t), func(cfg *connect.Config) {
 		cfg.Proxy.MaxRequestBody = 10
 		cfg.Proxy.MaxResponseBody = 10
 	})
@@ -1341,7 +1341,7 @@ func TestProxyBodyLimits(t *testing.T) {
 
 func TestProxyUpstreamUnreachable(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -1359,7 +1359,7 @@ func TestProxyUpstreamUnreachable(t *testing.T) {
 
 func TestServiceProxyFromGo(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	ctx := context.Background()
 	resp, err := pb.svc.Proxy(ctx, &proxy.Request{EnvironmentID: pb.env.ID, IntegrationKey: pxBasic, ConnectionID: pxConn,
 		Method: "POST", Endpoint: "/items?a=1", Query: url.Values{"b": {"2"}}, Header: http.Header{"X-Mine": {"m"}},
@@ -1390,7 +1390,7 @@ func TestServiceProxyFromGo(t *testing.T) {
 
 func TestServiceProxyClient(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	other := newUpstream(t)
 	pb.up.setHandle(func(w http.ResponseWriter, r *http.Request, i int) {
 		if r.Header.Get("Authorization") != "Bearer at-1" {
@@ -1463,7 +1463,7 @@ func pxRSAPEM() string {
 // signature with the public key over its own base string.
 func TestProxyOAuth1RSA(t *testing.T) {
 	t.Parallel()
-	pb := proxySetup(t, &backend{store: memoryStore()})
+	pb := proxySetup(t, sqliteBackend(t))
 	resp, body := pb.call(t, "GET", "/proxy/items?x=1%202", route("pxrsa"), "")
 	if resp.StatusCode != 200 {
 		t.Fatalf("proxy = %d %s", resp.StatusCode, body)
@@ -1521,7 +1521,7 @@ func TestProxyFailuresNameNoAddress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			bu := setupStrict(t, &backend{store: memoryStore()}, func(cfg *connect.Config) { cfg.Egress = tc.policy })
+			bu := setupStrict(t, sqliteBackend(t), func(cfg *connect.Config) { cfg.Egress = tc.policy })
 			bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"openai","unique_key":"oa"}`})
 			bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"oa","connection_id":"c","api_key":"sk-secret-value"}`})
 			r := bu.do(t, req{method: "GET", path: "/proxy/v1/models", header: map[string]string{

@@ -393,8 +393,8 @@ func TestRefreshNotDue(t *testing.T) {
 }
 
 // TestRefreshConcurrentInstances: two Services, each with a Store of its
-// own on the same data (two postgres.Store on one schema; one memory.Store
-// shared), and 50 concurrent reads of an expiring connection: the provider,
+// own on the same data (two postgres.Store on one schema; one sqlite.Store,
+// which one process uses, shared), and 50 concurrent reads of an expiring connection: the provider,
 // which answers only once every read has begun, is called exactly once,
 // and every read returns the new token.
 func TestRefreshConcurrentInstances(t *testing.T) {
@@ -406,7 +406,7 @@ func TestRefreshConcurrentInstances(t *testing.T) {
 		rb.importOAuth(t, "fo", "c1", "rt-0", 5*time.Minute, "")
 
 		cfg2 := rb.cfg
-		cfg2.Scheduler = nil
+		cfg2.Scheduler = schedulerFor(t, b)
 		if b.db != nil {
 			opts := &postgres.Options{Schema: b.schema}
 			st, err := postgres.New(b.db, opts)
@@ -415,7 +415,6 @@ func TestRefreshConcurrentInstances(t *testing.T) {
 			}
 			t.Cleanup(func() { st.Close() })
 			cfg2.Store = st
-			cfg2.Scheduler = schedulerFor(t, b)
 		}
 		svc2, err := connect.New(cfg2)
 		if err != nil {
@@ -736,14 +735,14 @@ func TestRefreshSweep(t *testing.T) {
 			"access_token":"at-x","expires_at":"` + rb.clock.in(time.Minute) + `","connection_config":{"tenant":"acme"}}`})
 
 		cfg2 := rb.cfg
-		cfg2.Scheduler = nil
+		cfg2.Scheduler = schedulerFor(t, b)
 		if b.db != nil {
 			st, err := postgres.New(b.db, &postgres.Options{Schema: b.schema})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			cfg2.Store, cfg2.Scheduler = st, schedulerFor(t, b)
+			cfg2.Store = st
 		}
 		svc2, err := connect.New(cfg2)
 		if err != nil {

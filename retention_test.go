@@ -10,7 +10,6 @@ import (
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/oplog"
-	"github.com/embedauth/connect/store/memory"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -203,7 +202,9 @@ func TestRetentionConfigured(t *testing.T) {
 		}
 	})
 	for _, r := range []connect.RetentionConfig{{WebhookDeliveries: 30}, {Logs: time.Minute}} {
-		_, err := connect.New(connect.Config{Store: memory.New(), EncryptionKeys: []connect.EncryptionKey{testKey}, Retention: r})
+		cfg := baseConfig(t)
+		cfg.Retention = r
+		_, err := connect.New(cfg)
 		if err == nil || !strings.Contains(err.Error(), "Retention") {
 			t.Errorf("New with Retention %+v: %v", r, err)
 		}

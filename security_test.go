@@ -137,7 +137,7 @@ func TestReencryptSecrets(t *testing.T) {
 // TestAPIKeysHashed checks that keys are shown once and stored as hashes.
 func TestAPIKeysHashed(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()})
+	bu := setup(t, sqliteBackend(t))
 	keys, err := bu.svc.Environments().ListAPIKeys(context.Background(), bu.env.ID)
 	if err != nil {
 		t.Fatal(err)

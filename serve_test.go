@@ -67,7 +67,7 @@ func TestServe(t *testing.T) {
 // TestListenAndServeAddressInUse: an address that cannot be listened on
 // is an error, and the Service is not started.
 func TestListenAndServeAddressInUse(t *testing.T) {
-	bu := setup(t, &backend{store: memoryStore()})
+	bu := setup(t, sqliteBackend(t))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -309,7 +309,7 @@ func checkSessionRows(t *testing.T, b *backend, tok, secret string) {
 // answer.
 func TestConnectSessionConfig(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+	sb := sessionSetup(t, sqliteBackend(t), func(cfg *connect.Config) {
 		cfg.ConnectUIURL = "https://ui.example.com/connect?lang=fr"
 		cfg.ConnectSessionTTL = 5 * time.Minute
 	})
@@ -318,11 +318,13 @@ func TestConnectSessionConfig(t *testing.T) {
 	if d["connect_link"] != "https://ui.example.com/connect?lang=fr&session_token="+tok || d["expires_at"] != "2026-05-01T12:05:00.000Z" {
 		t.Errorf("answer %v", d)
 	}
-	for name, cfg := range map[string]connect.Config{
-		"relative connect UI": {Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, ConnectUIURL: "/connect"},
-		"negative TTL":        {Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, ConnectSessionTTL: -time.Minute},
-		"negative timeout":    {Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, CredentialCheckTimeout: -time.Second},
+	for name, mutate := range map[string]func(*connect.Config){
+		"relative connect UI": func(cfg *connect.Config) { cfg.ConnectUIURL = "/connect" },
+		"negative TTL":        func(cfg *connect.Config) { cfg.ConnectSessionTTL = -time.Minute },
+		"negative timeout":    func(cfg *connect.Config) { cfg.CredentialCheckTimeout = -time.Second },
 	} {
+		cfg := baseConfig(t)
+		mutate(&cfg)
 		if _, err := connect.New(cfg); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
@@ -449,7 +451,7 @@ func TestConnectSessionExpiry(t *testing.T) {
 // TestConnectSessionTokenErrors: the 401 codes of the session routes.
 func TestConnectSessionTokenErrors(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()})
+	sb := sessionSetup(t, sqliteBackend(t))
 	for _, tc := range []struct {
 		name   string
 		header string
@@ -600,7 +602,7 @@ func TestConnectSessionEnvironments(t *testing.T) {
 // environment:connect_sessions:write.
 func TestConnectSessionScope(t *testing.T) {
 	t.Parallel()
-	sb := sessionSetup(t, &backend{store: memoryStore()})
+	sb := sessionSetup(t, sqliteBackend(t))
 	ctx := context.Background()
 	read, _, err := sb.svc.Environments().CreateAPIKey(ctx, sb.env.ID, environments.NewAPIKey{Name: "read", Scopes: []string{environments.ScopeConnectionsRead}})
 	if err != nil {

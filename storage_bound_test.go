@@ -207,14 +207,18 @@ func TestIncomingWebhooksConfig(t *testing.T) {
 		{MaxBody: 1000, StorageQuota: four - 1},
 		{LogInterval: -time.Second},
 	} {
-		_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c})
+		cfg := baseConfig(t)
+		cfg.IncomingWebhooks = c
+		_, err := connect.New(cfg)
 		if err == nil || !strings.Contains(err.Error(), "IncomingWebhooks") {
 			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
 		}
 	}
 	for _, c := range []connect.IncomingWebhooksConfig{{}, {MaxBody: 1000, StorageQuota: four}, {StorageQuota: -1},
 		{LogInterval: time.Second}} {
-		if _, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey}, IncomingWebhooks: c}); err != nil {
+		cfg := baseConfig(t)
+		cfg.IncomingWebhooks = c
+		if _, err := connect.New(cfg); err != nil {
 			t.Errorf("New with IncomingWebhooks %+v: %v", c, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // Store holds all persistent state of a Service. It is composed of the small
-// interfaces each feature package declares. store/memory and store/postgres
+// interfaces each feature package declares. store/sqlite and store/postgres
 // implement it, and store/storetest checks any implementation.
 //
 // A Store never receives a plaintext secret: the Service seals credentials,

@@ -345,7 +345,7 @@ func TestWebhookFailedThenResent(t *testing.T) {
 // TestWebhookResendPending: a pending delivery cannot be resent.
 func TestWebhookResendPending(t *testing.T) {
 	t.Parallel()
-	bu := setup(t, &backend{store: memoryStore()})
+	bu := setup(t, sqliteBackend(t))
 	urls := []string{"http://127.0.0.1:1/hook"}
 	if _, err := bu.svc.Environments().Update(t.Context(), bu.env.ID, environments.UpdateInput{WebhookURLs: &urls}); err != nil {
 		t.Fatal(err)
@@ -587,7 +587,7 @@ func TestWebhookNotifyRolledBack(t *testing.T) {
 func TestWebhookCustomNotifierAndFrom(t *testing.T) {
 	t.Parallel()
 	var got []webhooks.Event
-	bu := setup(t, &backend{store: memoryStore()}, func(cfg *connect.Config) {
+	bu := setup(t, sqliteBackend(t), func(cfg *connect.Config) {
 		cfg.Notifier = webhooks.NotifierFunc(func(ctx context.Context, e webhooks.Event) error {
 			got = append(got, e)
 			return nil
@@ -604,7 +604,7 @@ func TestWebhookCustomNotifierAndFrom(t *testing.T) {
 	}
 
 	var rc *hookReceiver
-	bu = setupLater(t, &backend{store: memoryStore()}, func(now func() time.Time) []string {
+	bu = setupLater(t, sqliteBackend(t), func(now func() time.Time) []string {
 		rc = newHookReceiver(t, now, always(200))
 		return []string{rc.srv.URL}
 	}, func(cfg *connect.Config) { cfg.WebhookFrom = "acme" })
@@ -620,7 +620,8 @@ func TestWebhookCustomNotifierAndFrom(t *testing.T) {
 // TestWebhookConfigErrors: a bad DeliveryConfig is refused by New.
 func TestWebhookConfigErrors(t *testing.T) {
 	t.Parallel()
-	_, err := connect.New(connect.Config{Store: memoryStore(), EncryptionKeys: []connect.EncryptionKey{testKey},
+	cfg := baseConfig(t)
+	_, err := connect.New(connect.Config{Store: cfg.Store, Scheduler: cfg.Scheduler, EncryptionKeys: cfg.EncryptionKeys,
 		Webhooks: webhooks.DeliveryConfig{Backoff: -time.Second}})
 	if err == nil {
 		t.Error("negative backoff accepted")

@@ -152,7 +152,7 @@ func TestWebhookURLsFollowTheConfiguredPolicy(t *testing.T) {
 			cfg.Webhooks.Client = &http.Client{Transport: egress.NewTransport(egress.Policy{})}
 		}, true, true},
 	} {
-		bu := setupStrict(t, &backend{store: memoryStore()}, tc.mutate)
+		bu := setupStrict(t, sqliteBackend(t), tc.mutate)
 		for _, u := range []struct {
 			url  string
 			want bool

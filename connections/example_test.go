@@ -11,14 +11,20 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/store"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // Import connections in bulk from Go: all of them, or, when one is
 // invalid, none, with the problems of every item by index.
 func ExampleService_ImportBatch() {
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, _ := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 	})
 	ctx := context.Background()

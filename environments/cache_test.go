@@ -13,14 +13,14 @@ import (
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/store"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // countingStore counts the reads of API keys and environments; while gate
 // is set, each read waits for it to close (after reading), and while fail
 // is set, each read fails with it.
 type countingStore struct {
-	*memory.Store
+	*sqlite.Store
 	mu       sync.Mutex
 	keyReads int
 	envReads int
@@ -102,7 +102,7 @@ func cacheSetup(t *testing.T) *cacheBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &cacheBundle{st: &countingStore{Store: memory.New()}, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b := &cacheBundle{st: &countingStore{Store: newStore(t)}, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	b.svc = environments.NewService(b.st, k, b.clock, 10*time.Second)
 	ctx := context.Background()
 	if b.env, err = b.svc.Create(ctx, environments.CreateInput{Name: "dev", WebhookSigningKey: "signing-key-0123456789"}); err != nil {

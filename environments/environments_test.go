@@ -11,7 +11,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/store"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 func newService(t *testing.T) (*environments.Service, *clock) {
@@ -19,15 +19,31 @@ func newService(t *testing.T) (*environments.Service, *clock) {
 	return s, c
 }
 
-func newServiceStore(t *testing.T) (*environments.Service, *clock, *memory.Store) {
+func newServiceStore(t *testing.T) (*environments.Service, *clock, *sqlite.Store) {
 	t.Helper()
 	k, err := secret.NewKeyring(secret.Key{ID: "k", Secret: bytes.Repeat([]byte{3}, 32)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	st := memory.New()
+	st := newStore(t)
 	return environments.NewService(st, k, c.now, 10*time.Second), c, st
+}
+
+// newStore returns a Store on a private in-memory SQLite database, closed
+// when the test ends.
+func newStore(t testing.TB) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), sqlite.MemoryPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return st
 }
 
 type clock struct{ t time.Time }

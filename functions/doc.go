@@ -54,7 +54,7 @@
 // depend on which runtime ran a function.
 //
 // Deployed functions, schedules, runs, checkpoints, async action tasks and
-// records are held by a [Store] (store/memory and store/postgres
+// records are held by a [Store] (store/sqlite and store/postgres
 // implement it; store/storetest checks it). Record payloads, action inputs,
 // outputs and errors are sealed like every other secret.
 package functions

@@ -21,7 +21,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // An action registered in Go calls the provider through the connection's
@@ -37,7 +37,8 @@ func ExampleNewAction() {
 		fmt.Fprintf(w, `{"greeting":"hello, %s"}`, r.URL.Query().Get("name"))
 	}))
 	defer api.Close()
-	svc, env := exampleService("greeter", &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"}})
+	svc, env, closeDB := exampleService("greeter", &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"}})
+	defer closeDB()
 
 	type In struct {
 		Name string `json:"name"`
@@ -153,9 +154,10 @@ func ExampleContext_PaginatePages() {
 	}
 
 	// The provider's catalogue entry says how its lists are paged.
-	svc, env := exampleService("lister", &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"},
+	svc, env, closeDB := exampleService("lister", &integrations.Proxy{BaseURL: api.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"},
 		Paginate: &integrations.Paginate{Type: integrations.PaginateCursor, CursorNameInRequest: "cursor",
 			CursorPathInResponse: "next", ResponsePath: "items"}})
+	defer closeDB()
 	err := svc.Functions().Register(functions.Sync{Integration: "lister", Name: "items", Frequency: "every hour", AutoStart: true,
 		Models: []functions.Model{functions.ModelOf[Item]("Item")},
 		Run: func(ctx context.Context, s *functions.SyncContext) error {
@@ -226,16 +228,22 @@ func ExampleContext_PaginatePages() {
 	// next run: SUCCESS 6 items, checkpoint map[] cursors [4]
 }
 
-// exampleService returns a Service on a memory Store whose catalogue has
+// exampleService returns a Service on a private in-memory SQLite
+// database (close it after the Service has stopped) whose catalogue has
 // an API-key provider of that name with the given proxy settings (its
 // calls allowed to loopback addresses, where the examples' fake APIs
 // listen), and an environment with an integration of the same name.
-func exampleService(name string, px *integrations.Proxy) (*connect.Service, *environments.Environment) {
+func exampleService(name string, px *integrations.Proxy) (svc *connect.Service, env *environments.Environment, closeDB func()) {
 	cat, _ := integrations.DefaultCatalog()
 	cat, _ = cat.With(&integrations.Provider{Name: name, DisplayName: name, AuthMode: integrations.AuthModeAPIKey,
 		Credentials: map[string]integrations.FieldSpec{"apiKey": {Type: "string", Title: "API key"}}, Proxy: px})
-	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	svc, err = connect.New(connect.Config{
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true},
@@ -244,12 +252,12 @@ func exampleService(name string, px *integrations.Proxy) (*connect.Service, *env
 		panic(err)
 	}
 	ctx := context.Background()
-	env, err := svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
+	env, err = svc.Environments().Create(ctx, environments.CreateInput{Name: "dev"})
 	if err != nil {
 		panic(err)
 	}
 	if _, err := svc.Integrations().Create(ctx, env.ID, integrations.CreateInput{Provider: name, UniqueKey: name}); err != nil {
 		panic(err)
 	}
-	return svc, env
+	return svc, env, func() { db.Close() }
 }

@@ -8,7 +8,7 @@ import (
 
 // Store holds what the functions of a Service need: deployed functions,
 // sync schedules and runs, checkpoints, async action tasks and records.
-// store/memory and store/postgres implement it; store/storetest checks it.
+// store/sqlite and store/postgres implement it; store/storetest checks it.
 type Store interface {
 	FunctionStore
 	SyncStore

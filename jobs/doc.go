@@ -11,23 +11,23 @@
 //
 // # Implementations
 //
-// Two implementations exist, and both pass the conformance suite in
+// Two implementations exist, one for each SQL Store, both built on River
+// (github.com/riverqueue/river), and both pass the conformance suite in
 // [github.com/embedauth/connect/jobs/jobstest]:
 //
-//   - [Memory], an in-process scheduler for the memory Store and for tests.
-//     Its queue lives in memory and is lost when the process exits. With
-//     MemoryOptions.Hooker set to the memory Store, a job enqueued in
-//     Store.WithTx is queued when the transaction commits, and never if it
-//     rolls back. [Memory.Wait] lets tests wait until the queue is empty,
-//     and [Memory.WaitIdle], with MemoryOptions.Now a clock the test
-//     moves, until what is due at the clock's time has run.
-//   - The Postgres one built on River, postgres.NewScheduler in
+//   - sqlite.NewScheduler (or the Backend of sqlite.Connect) in
+//     [github.com/embedauth/connect/store/sqlite], whose jobs are rows of
+//     River's tables in the Store's file (or its private in-memory
+//     database, for tests), worked by the process that has it open.
+//   - postgres.NewScheduler (or the Backend of postgres.Connect) in
 //     [github.com/embedauth/connect/store/postgres], whose jobs are rows of
-//     River's tables in the Store's schema. A job inserted with a context
-//     from Store.WithTx is part of that transaction: it exists if and only
-//     if the transaction commits. A fleet of processes on one database
-//     shares the queue, and each job runs once (unless a process dies while
-//     running it: then River runs it again after RescueStuckJobsAfter).
+//     River's tables in the Store's schema. A fleet of processes on one
+//     database shares the queue.
+//
+// In both, a job inserted with a context from Store.WithTx is part of that
+// transaction: it exists if and only if the transaction commits. Each job
+// runs once, unless a process dies while running it: then River runs it
+// again after RescueStuckJobsAfter.
 //
 // # Stopping
 //

@@ -5,9 +5,10 @@
 // It imports nothing of the module. Feature packages (integrations,
 // connections, environments, oplog) declare the small Store interfaces they
 // consume; the root package composes them into connect.Store. Two
-// implementations ship with the module: [github.com/embedauth/connect/store/memory]
-// for tests and trying things out, and [github.com/embedauth/connect/store/postgres]
-// for production. Both pass the conformance suite in
+// implementations ship with the module: [github.com/embedauth/connect/store/sqlite],
+// one process on one file with nothing to install (or a private in-memory
+// database, for tests), and [github.com/embedauth/connect/store/postgres]
+// for several instances on a database of their own. Both pass the conformance suite in
 // [github.com/embedauth/connect/store/storetest], which a host can run against a
 // Store of its own.
 //

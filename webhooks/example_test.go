@@ -9,7 +9,7 @@ import (
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/jobs"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 	"github.com/embedauth/connect/webhooks"
 )
 
@@ -19,7 +19,12 @@ import (
 // routes.
 func ExampleOutbox() {
 	ctx := context.Background()
-	st := memory.New()
+	db, err := sqlite.Connect(ctx, sqlite.MemoryPath, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	st, sched := db.Store, db.Scheduler
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	env := &environments.Environment{Account: "acme", Name: "prod", CreatedAt: start, UpdatedAt: start}
 	if err := st.CreateEnvironment(ctx, env); err != nil {
@@ -36,7 +41,6 @@ func ExampleOutbox() {
 			log.Fatal(err)
 		}
 	}
-	sched := jobs.NewMemory(jobs.MemoryOptions{})
 	// In a Service, the Deliverer's Handle: the job wakes it.
 	if err := sched.Register(webhooks.JobKind, func(context.Context, *jobs.Run) error { return nil }); err != nil {
 		log.Fatal(err)

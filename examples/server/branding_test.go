@@ -7,13 +7,18 @@ import (
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/environments"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 func TestApplyBranding(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	svc, err := connect.New(connect.Config{Store: memory.New(),
+	db, err := sqlite.Connect(ctx, sqlite.MemoryPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc, err := connect.New(connect.Config{Store: db.Store, Scheduler: db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}}})
 	if err != nil {
 		t.Fatal(err)

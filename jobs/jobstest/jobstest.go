@@ -1,14 +1,8 @@
 // Package jobstest is the conformance suite of [jobs.Scheduler]: the
 // behaviour every implementation shares, written once and run against each
-// of them. [jobs.Memory] runs it in its tests, and so does the River
-// scheduler of store/postgres, against a real Postgres:
-//
-//	func TestScheduler(t *testing.T) {
-//		jobstest.Run(t, func(t *testing.T) *jobstest.Env {
-//			s := jobs.NewMemory(jobs.MemoryOptions{RetryBackoff: func(int) time.Duration { return time.Millisecond }})
-//			return &jobstest.Env{Scheduler: s, Idle: s.Wait}
-//		})
-//	}
+// of them. The River schedulers of store/sqlite and store/postgres run it
+// in their tests (see TestScheduler in each), and a host that writes a
+// Scheduler of its own runs it too.
 //
 // # What it checks
 //

@@ -494,7 +494,7 @@ func TestStatementCanceled(t *testing.T) {
 }
 
 // AfterCommit runs after the outermost commit, never after a rollback, and
-// at once outside a transaction; jobs.Memory relies on it as its Hooker.
+// at once outside a transaction.
 func TestAfterCommit(t *testing.T) {
 	t.Parallel()
 	s, _, _ := newStore(t)

@@ -32,7 +32,7 @@ func coreFixture(t *testing.T) (*sqlite.Store, int64) {
 }
 
 // TestSearchFoldsUnicode: Search is case-insensitive beyond ASCII, as
-// Postgres' ILIKE (in a UTF-8 locale) and the memory store are; SQLite's own
+// Postgres' ILIKE (in a UTF-8 locale) is; SQLite's own
 // LIKE folds ASCII letters only.
 func TestSearchFoldsUnicode(t *testing.T) {
 	t.Parallel()

@@ -2,7 +2,7 @@
 // behaviour every implementation must share, written once and run against
 // each of them.
 //
-// [github.com/embedauth/connect/store/memory] and
+// [github.com/embedauth/connect/store/sqlite] and
 // [github.com/embedauth/connect/store/postgres] run it in their tests, and a
 // host that writes a Store of its own runs it too:
 //

@@ -17,7 +17,7 @@ import (
 	"github.com/embedauth/connect/examples/functions/github/githubtest"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // Register the GitHub functions for the integration "github", let the
@@ -38,8 +38,14 @@ func ExampleFunctions() {
 	gh.Proxy.BaseURL = api.URL
 	cat, _ = cat.With(gh)
 
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true}, // the fake listens on 127.0.0.1

@@ -24,7 +24,7 @@ import (
 	"github.com/embedauth/connect/examples/functions/github/githubtest"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 const (
@@ -35,7 +35,7 @@ const (
 	repo  = "widgets"
 )
 
-// fixture is a Service on the memory store whose github provider calls a
+// fixture is a Service on a private in-memory SQLite database whose github provider calls a
 // fake GitHub, with the example's functions registered for the
 // integration "gh" and a connection "user-1" of it.
 type fixture struct {
@@ -67,8 +67,14 @@ func setup(t *testing.T, metadata map[string]any, before func(api *githubtest.Se
 	if cat, err = cat.With(gh); err != nil {
 		t.Fatal(err)
 	}
+	db, err := sqlite.Connect(t.Context(), sqlite.MemoryPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() }) // after the Service's Stop, a later cleanup
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{7}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true},

@@ -15,7 +15,7 @@ import (
 	"github.com/embedauth/connect/examples/functions/slack/slacktest"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // Register post-message for the integration "slack" and post a message
@@ -32,8 +32,14 @@ func ExampleFunctions() {
 	p.Proxy.BaseURL = api.URL
 	cat, _ = cat.With(p)
 
+	db, err := sqlite.Connect(context.Background(), sqlite.MemoryPath, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close() // after the Service has stopped
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{1}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true}, // the fake listens on 127.0.0.1

@@ -20,7 +20,7 @@ import (
 	"github.com/embedauth/connect/examples/functions/slack/slacktest"
 	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/integrations"
-	"github.com/embedauth/connect/store/memory"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 const (
@@ -28,7 +28,7 @@ const (
 	key   = "team-slack" // the integration's unique key
 )
 
-// fixture is a Service on the memory store whose slack provider calls a
+// fixture is a Service on a private in-memory SQLite database whose slack provider calls a
 // fake Slack, with post-message registered for the integration
 // "team-slack", a connection "bot" with the fake's token and a
 // connection "revoked" with another one.
@@ -57,8 +57,14 @@ func setup(t *testing.T) *fixture {
 	if cat, err = cat.With(p); err != nil {
 		t.Fatal(err)
 	}
+	db, err := sqlite.Connect(t.Context(), sqlite.MemoryPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() }) // after the Service's Stop, a later cleanup
 	svc, err := connect.New(connect.Config{
-		Store:          memory.New(),
+		Store:          db.Store,
+		Scheduler:      db.Scheduler,
 		EncryptionKeys: []connect.EncryptionKey{{Key: bytes.Repeat([]byte{9}, 32)}},
 		Providers:      cat,
 		Egress:         egress.Policy{AllowLoopback: true},
