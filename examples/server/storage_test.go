@@ -120,9 +120,6 @@ func TestRunDefaultIsDurable(t *testing.T) {
 // whose creation was acknowledged.
 func TestKill9LosesNothingAcknowledged(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the server")
-	}
 	bin := filepath.Join(t.TempDir(), "server")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
