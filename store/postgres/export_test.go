@@ -27,7 +27,7 @@ func MigrateTo(ctx context.Context, db *sql.DB, opts *Options, version int) erro
 	}
 	var upTo []migration
 	for _, m := range ms {
-		if m.version <= version {
+		if m.Version <= version {
 			upTo = append(upTo, m)
 		}
 	}

@@ -7,52 +7,25 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"log/slog"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/embedauth/connect/internal/migrations"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = migrations.Migration
 
 // loadMigrations returns the embedded migrations in version order. Files are
 // named NNN_name.up.sql.
 func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
+	ms, err := migrations.Load(migrationFiles, "migrations/*.up.sql")
 	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, n := range names {
-		base := strings.TrimSuffix(path.Base(n), ".up.sql")
-		num, label, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("postgres: bad migration file name %q", n)
-		}
-		b, err := migrationFiles.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: label, sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("postgres: two migrations have version %d", ms[i].version)
-		}
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return ms, nil
 }
@@ -171,13 +144,13 @@ func migrateStore(ctx context.Context, conn *sql.Conn, o resolved, ms []migratio
 		return dbErr(ctx, "migrate: read schema_migrations", err, nil)
 	}
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return dbErr(ctx, fmt.Sprintf("migrate: apply %03d_%s", m.version, m.name), err, nil)
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return dbErr(ctx, fmt.Sprintf("migrate: apply %03d_%s", m.Version, m.Name), err, nil)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 			return dbErr(ctx, "migrate: record version", err, nil)
 		}
 	}

@@ -4,49 +4,22 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/embedauth/connect/internal/migrations"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = migrations.Migration
 
 // loadMigrations returns the embedded migrations in version order. Files are
 // named NNN_name.up.sql.
 func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
+	ms, err := migrations.Load(migrationFiles, "migrations/*.up.sql")
 	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, n := range names {
-		base := strings.TrimSuffix(path.Base(n), ".up.sql")
-		num, label, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("sqlite: bad migration file name %q", n)
-		}
-		b, err := migrationFiles.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: label, sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("sqlite: two migrations have version %d", ms[i].version)
-		}
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	return ms, nil
 }
@@ -90,22 +63,22 @@ func migrate(ctx context.Context, s *Store) error {
 		rows.Close()
 		known := map[int]bool{}
 		for _, m := range ms {
-			known[m.version] = true
+			known[m.Version] = true
 		}
 		for v := range applied {
 			if !known[v] {
-				return fmt.Errorf("sqlite: %s was migrated to version %d by a newer version of connect; this one knows versions up to %d", s.path, v, ms[len(ms)-1].version)
+				return fmt.Errorf("sqlite: %s was migrated to version %d by a newer version of connect; this one knows versions up to %d", s.path, v, ms[len(ms)-1].Version)
 			}
 		}
 		for _, m := range ms {
-			if applied[m.version] {
+			if applied[m.Version] {
 				continue
 			}
-			if _, err := q.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("sqlite: migration %03d_%s: %w", m.version, m.name, err)
+			if _, err := q.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("sqlite: migration %03d_%s: %w", m.Version, m.Name, err)
 			}
 			if _, err := q.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, micros(time.Now())); err != nil {
+				m.Version, m.Name, micros(time.Now())); err != nil {
 				return dbErr(ctx, "migrate", err)
 			}
 		}
