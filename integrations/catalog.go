@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -44,13 +45,26 @@ type searchKey struct {
 // DefaultCatalog returns a catalogue of the providers embedded in this
 // package, most used first.
 //
-// Each call parses the embedded YAML again (about 120 KB for some 220
-// providers: roughly 15 ms of CPU and 3 MB of allocations on a small
-// server, almost all of it YAML parsing) and returns a new Catalog that
-// shares nothing with earlier ones. That is cheap enough to call once when
-// a Service is created; keep the result rather than calling it per
+// The embedded YAML (about 120 KB for some 220 providers) is parsed once per
+// process; each call builds a new Catalog from deep copies of the parsed
+// providers, so catalogues returned by different calls share nothing. A
+// call after the first costs the validation of every provider (about a
+// tenth of the parse); still, keep the result rather than calling it per
 // request.
 func DefaultCatalog() (*Catalog, error) {
+	all, err := embeddedParsed()
+	if err != nil {
+		return nil, err
+	}
+	return NewCatalog(all...)
+}
+
+// embeddedParsed is parseEmbedded, once. Its result is never modified:
+// NewCatalog works on clones.
+var embeddedParsed = sync.OnceValues(parseEmbedded)
+
+// parseEmbedded parses the embedded providers.
+func parseEmbedded() ([]*Provider, error) {
 	entries, err := fs.ReadDir(embeddedProviders, "providers")
 	if err != nil {
 		return nil, fmt.Errorf("integrations: reading embedded providers: %w", err)
@@ -68,7 +82,7 @@ func DefaultCatalog() (*Catalog, error) {
 		}
 		all = append(all, ps...)
 	}
-	return NewCatalog(all...)
+	return all, nil
 }
 
 // NewCatalog returns a catalogue of the providers, in the given order. It
