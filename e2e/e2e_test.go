@@ -165,9 +165,7 @@ func buildServer(ctx context.Context, t *testing.T, repoRoot string) string {
 	}
 	bin := filepath.Join(t.TempDir(), "connect-server")
 	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
+	args = append(args, raceBuildFlags...)
 	args = append(args, "./examples/server")
 
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)

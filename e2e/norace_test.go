@@ -2,5 +2,6 @@
 
 package e2e
 
-// raceEnabled is true when this test binary was built with -race; see race_test.go.
-const raceEnabled = false
+// raceBuildFlags are the go build flags of the programs the tests build: none without -race;
+// see race_test.go.
+var raceBuildFlags []string

@@ -647,9 +647,7 @@ func (h *readmeHarness) goProgram(b exampleBlock, code, ready string) error {
 		}
 	}
 	args := []string{"build", "-mod=mod", "-o", "program"}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
+	args = append(args, raceBuildFlags...)
 	ctx, cancel := context.WithTimeout(h.ctx, buildTimeout)
 	defer cancel()
 	build := exec.CommandContext(ctx, "go", append(args, ".")...)
