@@ -123,20 +123,7 @@ func newRecordsBench(b *testing.B, store string) *recordsBench {
 		_, f.schema = pgtest.Schema(b)
 		f.app = "connect_records_bench_" + f.schema
 		f.db = openAppDB(b, f.app)
-		opts := &postgres.Options{Schema: f.schema}
-		if err := postgres.Migrate(ctx, f.db, opts); err != nil {
-			b.Fatal(err)
-		}
-		st, err := postgres.New(f.db, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Close() })
-		sched, err := postgres.NewScheduler(f.db, opts, postgres.SchedulerConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg.Store, cfg.Scheduler = st, sched
+		cfg.Store, cfg.Scheduler = openBenchPostgres(b, f.db, f.schema, postgres.SchedulerConfig{})
 	case "sqlite":
 		st, sched := openBenchSQLite(b, sqlite.SchedulerConfig{})
 		cfg.Store, cfg.Scheduler, f.lite = st, sched, st
@@ -387,11 +374,7 @@ func (f *recordsBench) seal(b *testing.B, batches [][]benchTicket) []sealedBatch
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkSyncSave -benchtime 5x .
 func BenchmarkSyncSave(b *testing.B) {
-	figs := storeFigures{}
-	for _, store := range benchStores {
-		b.Run(store, func(b *testing.B) { benchmarkSyncSave(b, store, figs) })
-	}
-	figs.printRatios("sync records ingest", "save-first-rec/s", "save-rerun-rec/s", "base-first-rec/s", "base-rerun-rec/s")
+	benchEachStore(b, "sync records ingest", benchmarkSyncSave, "save-first-rec/s", "save-rerun-rec/s", "base-first-rec/s", "base-rerun-rec/s")
 }
 
 // benchmarkSyncSave is BenchmarkSyncSave on one store; it records its

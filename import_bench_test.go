@@ -76,11 +76,7 @@ const importBenchSingleClients = 8
 //	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		go test -run '^$' -bench BenchmarkImport -benchtime 10x .
 func BenchmarkImport(b *testing.B) {
-	figs := storeFigures{}
-	for _, store := range benchStores {
-		b.Run(store, func(b *testing.B) { benchmarkImport(b, store, figs) })
-	}
-	figs.printRatios("import of new connections", "bulk-conn/s", "bulk-x2-conn/s", "single-conn/s", "baseline-conn/s")
+	benchEachStore(b, "import of new connections", benchmarkImport, "bulk-conn/s", "bulk-x2-conn/s", "single-conn/s", "baseline-conn/s")
 }
 
 // benchmarkImport is BenchmarkImport on one store; it records its rates
@@ -218,20 +214,7 @@ func newImportBench(b *testing.B, store string) *importBench {
 		// that their CPU time can be read (postgresCPU).
 		f.app = "connect_import_bench_" + schema
 		f.db = openAppDB(b, f.app)
-		opts := &postgres.Options{Schema: schema}
-		if err := postgres.Migrate(ctx, f.db, opts); err != nil {
-			b.Fatal(err)
-		}
-		st, err := postgres.New(f.db, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Close() })
-		sched, err := postgres.NewScheduler(f.db, opts, postgres.SchedulerConfig{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg.Store, cfg.Scheduler = st, sched
+		cfg.Store, cfg.Scheduler = openBenchPostgres(b, f.db, schema, postgres.SchedulerConfig{})
 		f.table = pq.QuoteIdentifier(schema) + ".connections"
 	case "sqlite":
 		st, sched := openBenchSQLite(b, sqlite.SchedulerConfig{})

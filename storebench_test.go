@@ -2,11 +2,13 @@ package connect_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/embedauth/connect/store/postgres"
 	"github.com/embedauth/connect/store/sqlite"
 )
 
@@ -14,6 +16,17 @@ import (
 // a sub-benchmark of that name, SQLite (the reference server's default)
 // first.
 var benchStores = []string{"sqlite", "postgres"}
+
+// benchEachStore runs bench as a sub-benchmark of b for each store of
+// benchStores, one after the other, then prints, when both ran, SQLite's
+// figures of names divided by Postgres's (printRatios).
+func benchEachStore(b *testing.B, what string, bench func(b *testing.B, store string, figs storeFigures), names ...string) {
+	figs := storeFigures{}
+	for _, store := range benchStores {
+		b.Run(store, func(b *testing.B) { bench(b, store, figs) })
+	}
+	figs.printRatios(what, names...)
+}
 
 // openBenchSQLite opens a Store on a new file in b.TempDir() with the
 // production defaults (nil Options: Synchronous FULL, every commit on disk
@@ -30,6 +43,27 @@ func openBenchSQLite(b *testing.B, cfg sqlite.SchedulerConfig) (*sqlite.Store, *
 	}
 	b.Cleanup(func() { _ = st.Close() })
 	sched, err := sqlite.NewScheduler(ctx, st, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, sched
+}
+
+// openBenchPostgres migrates schema of db and returns a Store and a
+// Scheduler (with cfg) on it; it closes the Store when the benchmark ends
+// (after the cleanups registered later).
+func openBenchPostgres(b *testing.B, db *sql.DB, schema string, cfg postgres.SchedulerConfig) (*postgres.Store, *postgres.Scheduler) {
+	b.Helper()
+	opts := &postgres.Options{Schema: schema}
+	if err := postgres.Migrate(context.Background(), db, opts); err != nil {
+		b.Fatal(err)
+	}
+	st, err := postgres.New(db, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	sched, err := postgres.NewScheduler(db, opts, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -38,11 +38,7 @@ const benchWorkers = 10
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkWebhookOutbox -benchtime 8000x .
 func BenchmarkWebhookOutbox(b *testing.B) {
-	figs := storeFigures{}
-	for _, store := range benchStores {
-		b.Run(store, func(b *testing.B) { benchmarkWebhookOutbox(b, store, figs) })
-	}
-	figs.printRatios("webhook outbox", "outbox-deliveries/s", "baseline-loop/s")
+	benchEachStore(b, "webhook outbox", benchmarkWebhookOutbox, "outbox-deliveries/s", "baseline-loop/s")
 }
 
 // benchmarkWebhookOutbox is BenchmarkWebhookOutbox on one store; it
@@ -54,19 +50,7 @@ func benchmarkWebhookOutbox(b *testing.B, store string, figs storeFigures) {
 	switch store {
 	case "postgres":
 		db, schema := pgtest.Schema(b)
-		opts := &postgres.Options{Schema: schema}
-		if err := postgres.Migrate(ctx, db, opts); err != nil {
-			b.Fatal(err)
-		}
-		st, err := postgres.New(db, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Close() })
-		sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{FetchPollInterval: 20 * time.Millisecond})
-		if err != nil {
-			b.Fatal(err)
-		}
+		st, sched := openBenchPostgres(b, db, schema, postgres.SchedulerConfig{FetchPollInterval: 20 * time.Millisecond})
 		cfg.Store, cfg.Scheduler, withTx = st, sched, st.WithTx
 	case "sqlite":
 		st, sched := openBenchSQLite(b, sqlite.SchedulerConfig{FetchPollInterval: 20 * time.Millisecond})

@@ -132,17 +132,9 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	for _, s := range splitList(stores) {
-		if s != storeSQLite && s != storePostgres {
-			return cfg, fmt.Errorf("-stores: unknown store %q (sqlite, postgres)", s)
-		}
-		if slices.Contains(cfg.Stores, s) {
-			return cfg, fmt.Errorf("-stores lists %q twice", s)
-		}
-		cfg.Stores = append(cfg.Stores, s)
-	}
-	if len(cfg.Stores) == 0 {
-		return cfg, errors.New("-stores lists no store")
+	var err error
+	if cfg.Stores, err = nameList("-stores", "store", stores, []string{storeSQLite, storePostgres}); err != nil {
+		return cfg, err
 	}
 	for _, s := range splitList(procs) {
 		n, err := strconv.Atoi(s)
@@ -188,17 +180,8 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	if len(cfg.Concurrencies) == 0 {
 		return cfg, errors.New("-c lists no concurrency")
 	}
-	for _, v := range splitList(vars) {
-		if !slices.Contains([]string{"get", "proxy", "bare", "direct"}, v) {
-			return cfg, fmt.Errorf("-variants: unknown variant %q (get, proxy, bare, direct)", v)
-		}
-		if slices.Contains(cfg.Variants, v) {
-			return cfg, fmt.Errorf("-variants lists %q twice", v)
-		}
-		cfg.Variants = append(cfg.Variants, v)
-	}
-	if len(cfg.Variants) == 0 {
-		return cfg, errors.New("-variants lists no variant")
+	if cfg.Variants, err = nameList("-variants", "variant", vars, []string{"get", "proxy", "bare", "direct"}); err != nil {
+		return cfg, err
 	}
 	switch n, err := strconv.Atoi(rate); {
 	case rate == "off":
@@ -209,6 +192,25 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 		cfg.RateLimit = n
 	}
 	return cfg, nil
+}
+
+// nameList parses the comma-separated list of flag, each a kind of
+// allowed, once at the most, at least one.
+func nameList(flag, kind, list string, allowed []string) ([]string, error) {
+	var out []string
+	for _, s := range splitList(list) {
+		if !slices.Contains(allowed, s) {
+			return nil, fmt.Errorf("%s: unknown %s %q (%s)", flag, kind, s, strings.Join(allowed, ", "))
+		}
+		if slices.Contains(out, s) {
+			return nil, fmt.Errorf("%s lists %q twice", flag, s)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s lists no %s", flag, kind)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {

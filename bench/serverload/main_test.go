@@ -69,18 +69,8 @@ func builtServer(t *testing.T) string {
 func TestBench(t *testing.T) {
 	db := adminURL(t)
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
-	cfg, err := parseFlags([]string{"-stores", "postgres", "-n", "30", "-duration", "300ms", "-slice", "100ms", "-warmup", "100ms", "-rounds", "2",
-		"-c", "1,3", "-variants", "get,proxy,bare,direct", "-seed-workers", "3", "-json", jsonPath, "-cold-starts", "2",
-		"-server-bin", builtServer(t)}, env(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	rep, err := run(t.Context(), cfg, &out)
-	t.Logf("output:\n%s", out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, out := runBench(t, db, "-stores", "postgres", "-n", "30", "-duration", "300ms", "-slice", "100ms", "-warmup", "100ms", "-rounds", "2",
+		"-c", "1,3", "-variants", "get,proxy,bare,direct", "-seed-workers", "3", "-json", jsonPath, "-cold-starts", "2")
 
 	if len(rep.Sweep) != 4 || len(rep.Warmup) != 4 || len(rep.Runs) != 2*2*4 {
 		t.Fatalf("%d sweeps, %d warm-up runs and %d runs, want 4, 4 and 16", len(rep.Sweep), len(rep.Warmup), len(rep.Runs))
@@ -148,7 +138,7 @@ func TestBench(t *testing.T) {
 		t.Errorf("summary %d rows, ratios %d, goals %d; want 8, 2 and 0 (no c=64)", len(rep.Summary), len(rep.Ratios), len(rep.Goals))
 	}
 	for _, want := range []string{"seeded 30 connections", "summary: median of 2 rounds", "c=3: proxy/bare throughput"} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q", want)
 		}
 	}
@@ -173,17 +163,8 @@ func TestBench(t *testing.T) {
 // first one's data), interleaved in the same rounds.
 func TestBenchStores(t *testing.T) {
 	db := adminURL(t)
-	cfg, err := parseFlags([]string{"-n", "20", "-duration", "200ms", "-slice", "100ms", "-warmup", "0", "-rounds", "2",
-		"-c", "1,2", "-gomaxprocs", "1,2", "-cold-starts", "1", "-data-dir", t.TempDir(), "-server-bin", builtServer(t)}, env(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	rep, err := run(t.Context(), cfg, &out)
-	t.Logf("output:\n%s", out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, out := runBench(t, db, "-n", "20", "-duration", "200ms", "-slice", "100ms", "-warmup", "0", "-rounds", "2",
+		"-c", "1,2", "-gomaxprocs", "1,2", "-cold-starts", "1", "-data-dir", t.TempDir())
 	// 4 servers x (get, proxy) + bare.
 	if len(rep.Sweep) != 9 || len(rep.Warmup) != 0 || len(rep.Runs) != 9*2*2 {
 		t.Fatalf("%d sweeps, %d warm-up runs and %d runs, want 9, 0 and 36", len(rep.Sweep), len(rep.Warmup), len(rep.Runs))
@@ -229,7 +210,7 @@ func TestBenchStores(t *testing.T) {
 	for _, want := range []string{"seeded 20 connections on sqlite", "seeded 20 connections on postgres", "SQLite / Postgres, round by round",
 		"GOMAXPROCS=2 c=2 proxy", "sqlite   get   c=2   1: ", "cold start (exec to the first 200 of GET /health", "memory of the servers",
 		"issue 26 item 4, bulk import of 20 connections on SQLite"} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("the output lacks %q", want)
 		}
 	}
@@ -238,17 +219,8 @@ func TestBenchStores(t *testing.T) {
 
 // TestBenchSQLite runs the bench on SQLite alone, which needs no Postgres.
 func TestBenchSQLite(t *testing.T) {
-	cfg, err := parseFlags([]string{"-stores", "sqlite", "-n", "10", "-duration", "100ms", "-warmup", "0", "-rounds", "1",
-		"-c", "2", "-cold-starts", "1", "-data-dir", t.TempDir(), "-server-bin", builtServer(t)}, env(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	rep, err := run(t.Context(), cfg, &out)
-	t.Logf("output:\n%s", out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, _ := runBench(t, "", "-stores", "sqlite", "-n", "10", "-duration", "100ms", "-warmup", "0", "-rounds", "1",
+		"-c", "2", "-cold-starts", "1", "-data-dir", t.TempDir())
 	if len(rep.Runs) != 3 || len(rep.Seeds) != 1 || len(rep.Databases) != 0 || len(rep.DataDirs) != 2 {
 		t.Fatalf("%d runs, seeds %+v, databases %q, data directories %q", len(rep.Runs), rep.Seeds, rep.Databases, rep.DataDirs)
 	}
@@ -259,6 +231,23 @@ func TestBenchSQLite(t *testing.T) {
 	}
 	checkMemory(t, rep, 1)
 	checkCleanedUp(t, "", rep)
+}
+
+// runBench runs the bench with args and the built server, db as
+// TEST_DATABASE_URL, logs its output and returns its report and output.
+func runBench(t *testing.T, db string, args ...string) (*report, string) {
+	t.Helper()
+	cfg, err := parseFlags(append(args, "-server-bin", builtServer(t)), env(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep, err := run(t.Context(), cfg, &out)
+	t.Logf("output:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, out.String()
 }
 
 // pgCPU reports whether the first run of rep has the CPU of Postgres's
