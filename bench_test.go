@@ -151,19 +151,7 @@ func newGetConnectionBench(b *testing.B) *getConnectionBench {
 	b.Helper()
 	ctx := context.Background()
 	db, schema := pgtest.Schema(b)
-	opts := &postgres.Options{Schema: schema}
-	if err := postgres.Migrate(ctx, db, opts); err != nil {
-		b.Fatal(err)
-	}
-	st, err := postgres.New(db, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st, sched := openBenchPostgres(b, db, schema, postgres.SchedulerConfig{})
 	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
 		RateLimitRequests: -1, Scheduler: sched})
 	if err != nil {

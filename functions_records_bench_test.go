@@ -29,11 +29,13 @@ import (
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/store"
 	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
-// The benchmarks of this file measure the records of syncs on Postgres
-// through the whole path against raw SQL doing the same rows' work, the
-// variants interleaved in rounds of one run:
+// The benchmarks of this file measure the records of syncs through the
+// whole path against raw SQL doing the same rows' work, the variants
+// interleaved in rounds of one run; BenchmarkSyncSave on each store
+// (sub-benchmarks sqlite and postgres), BenchmarkListRecords on Postgres:
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench 'BenchmarkSyncSave|BenchmarkListRecords' -benchtime 5x .
 
@@ -92,12 +94,14 @@ type ingestResult struct {
 }
 
 // recordsBench is the fixture of BenchmarkSyncSave and
-// BenchmarkListRecords: a started Service on Postgres whose sync "ingest"
-// of integration "gh" saves what it receives on jobs, for one connection.
+// BenchmarkListRecords: a started Service on Postgres or SQLite whose sync
+// "ingest" of integration "gh" saves what it receives on jobs, for one
+// connection.
 type recordsBench struct {
-	db      *sql.DB // a pool of its own, whose sessions carry app
+	db      *sql.DB // Postgres: a pool of its own, whose sessions carry app
 	app     string  // the pool's application_name, for sessionCPU
 	schema  string
+	lite    *sqlite.Store // SQLite: the Store (a file with the production defaults)
 	svc     *connect.Service
 	envID   int64
 	key     string // API key
@@ -109,31 +113,27 @@ type recordsBench struct {
 // benchConnRef is the connection of the records benchmarks.
 const benchConnRef = "records-conn"
 
-func newRecordsBench(b *testing.B) *recordsBench {
+func newRecordsBench(b *testing.B, store string) *recordsBench {
 	b.Helper()
 	ctx := context.Background()
-	_, schema := pgtest.Schema(b)
-	app := "connect_records_bench_" + schema
-	db := openAppDB(b, app)
-	opts := &postgres.Options{Schema: schema}
-	if err := postgres.Migrate(ctx, db, opts); err != nil {
-		b.Fatal(err)
+	f := &recordsBench{jobs: make(chan *ingestJob)}
+	var cfg connect.Config
+	switch store {
+	case "postgres":
+		_, f.schema = pgtest.Schema(b)
+		f.app = "connect_records_bench_" + f.schema
+		f.db = openAppDB(b, f.app)
+		cfg.Store, cfg.Scheduler = openBenchPostgres(b, f.db, f.schema, postgres.SchedulerConfig{})
+	case "sqlite":
+		st, sched := openBenchSQLite(b, sqlite.SchedulerConfig{})
+		cfg.Store, cfg.Scheduler, f.lite = st, sched, st
 	}
-	st, err := postgres.New(db, opts)
+	cfg.EncryptionKeys, cfg.RateLimitRequests = []connect.EncryptionKey{testKey}, -1
+	svc, err := connect.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = st.Close() })
-	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
-		RateLimitRequests: -1, Scheduler: sched})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := &recordsBench{db: db, app: app, schema: schema, svc: svc, jobs: make(chan *ingestJob)}
+	f.svc = svc
 	if err := svc.Functions().Register(functions.Sync{Integration: "gh", Name: "ingest", Frequency: "1d",
 		Models: []functions.Model{functions.ModelOf[benchTicket]("Ticket")}, Run: f.run}); err != nil {
 		b.Fatal(err)
@@ -349,43 +349,63 @@ func (f *recordsBench) seal(b *testing.B, batches [][]benchTicket) []sealedBatch
 	return out
 }
 
-// BenchmarkSyncSave measures the ingest of records by a sync on Postgres:
+// BenchmarkSyncSave measures the ingest of records by a sync on each store
+// (sub-benchmarks sqlite, a file in b.TempDir() with the production
+// defaults, synchronous FULL, and postgres, one after the other; when both
+// ran it prints SQLite's rates divided by Postgres's):
 // SyncContext.Save of 1 KiB records (structs) in batches of 1,000, inside
 // a sync run triggered through the Service, timed around the Save calls
 // (encoding, ids, hashing, AES-GCM sealing, the Store's upsert), against
 // a baseline that upserts the same rows, already encoded, sealed and
-// hashed (untimed), with one raw INSERT ... SELECT FROM unnest ... ON
-// CONFLICT DO UPDATE ... WHERE the hash differs per batch into the same
-// records table under a scope of its own, over the same pool.
+// hashed (untimed), with one raw INSERT ... ON CONFLICT DO UPDATE ...
+// WHERE the hash differs per batch into the same records table under a
+// scope of its own, over the Store's own database handle: on Postgres an
+// INSERT ... SELECT FROM unnest over the same pool, on SQLite one
+// transaction of multi-row INSERT ... VALUES of 250 rows on the writer
+// connection, as store/sqlite writes its chunks.
 //
 // Each b.N is one round: recordsBenchBatches batches of new records
 // (first: every record added) through each variant, then the same records
 // again (rerun: nothing changes), the variants interleaved and their order
 // alternating from round to round. It reports the records/s of each, the
 // ratios sync/baseline (goal: at least 0.8 for both) with their spread
-// over the rounds, and the CPU per record in Go and in Postgres.
+// over the rounds, and the CPU per record in Go (on SQLite the database's
+// work too) and in Postgres.
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkSyncSave -benchtime 5x .
 func BenchmarkSyncSave(b *testing.B) {
-	f := newRecordsBench(b)
+	benchEachStore(b, "sync records ingest", benchmarkSyncSave, "save-first-rec/s", "save-rerun-rec/s", "base-first-rec/s", "base-rerun-rec/s")
+}
+
+// benchmarkSyncSave is BenchmarkSyncSave on one store; it records its
+// rates in figs.
+func benchmarkSyncSave(b *testing.B, store string, figs storeFigures) {
+	f := newRecordsBench(b, store)
 	ctx := context.Background()
-	raw := `INSERT INTO ` + pq.QuoteIdentifier(f.schema) + `.records AS r (scope_id, seq, added_seq, touched,
+	baseScope := -time.Now().UnixNano() // no scope row: the raw statement needs none
+	var seq int64
+	var upsert func(sb sealedBatch)
+	if f.lite == nil {
+		raw := `INSERT INTO ` + pq.QuoteIdentifier(f.schema) + `.records AS r (scope_id, seq, added_seq, touched,
 			first_seen_at, updated_at, external_id, hash, sealed_payload)
 		SELECT $1, $2 + i.n, $2 + i.n, 0, $3, $3, i.external_id, i.hash, i.sealed_payload
 		FROM unnest($4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS i(external_id, sealed_payload, hash, n)
 		ON CONFLICT (scope_id, external_id) DO UPDATE SET sealed_payload = EXCLUDED.sealed_payload,
 			hash = EXCLUDED.hash, updated_at = EXCLUDED.updated_at, seq = EXCLUDED.seq
 		WHERE r.hash <> EXCLUDED.hash`
-	baseScope := -time.Now().UnixNano() // no scope row: the raw statement needs none
-	var seq int64
-	baseline := func(batches []sealedBatch) time.Duration {
-		t0 := time.Now()
-		for _, sb := range batches {
-			n := int64(len(sb.ids))
+		upsert = func(sb sealedBatch) {
 			if _, err := f.db.ExecContext(ctx, raw, baseScope, seq, time.Now().UTC(), sb.ids, sb.payloads, sb.hashes); err != nil {
 				b.Fatal(err)
 			}
-			seq += n
+		}
+	} else {
+		upsert = func(sb sealedBatch) { f.sqliteUpsert(b, baseScope, seq, sb) }
+	}
+	baseline := func(batches []sealedBatch) time.Duration {
+		t0 := time.Now()
+		for _, sb := range batches {
+			upsert(sb)
+			seq += int64(len(sb.ids))
 		}
 		return time.Since(t0)
 	}
@@ -398,13 +418,13 @@ func BenchmarkSyncSave(b *testing.B) {
 	}
 	apiFirst, baseFirst := &variant{name: "Save, first run (all added)"}, &variant{name: "baseline, first run"}
 	apiRerun, baseRerun := &variant{name: "Save, unchanged rerun"}, &variant{name: "baseline, unchanged rerun"}
-	pgOK := true
+	pgOK := f.db != nil
 	measure := func(v *variant, op func() time.Duration) {
-		p0, ok0 := sessionCPU(f.db, f.app)
+		p0, ok0 := f.postgresCPU()
 		c0 := processCPU()
 		d := op()
 		v.cpu += processCPU() - c0
-		p1, ok1 := sessionCPU(f.db, f.app)
+		p1, ok1 := f.postgresCPU()
 		v.pg += p1 - p0
 		pgOK = pgOK && ok0 && ok1
 		n := recordsBenchBatches * functions.MaxRecordsPerBatch
@@ -451,11 +471,19 @@ func BenchmarkSyncSave(b *testing.B) {
 	b.ReportMetric(rate(apiRerun), "save-rerun-rec/s")
 	b.ReportMetric(rate(baseRerun), "base-rerun-rec/s")
 	b.ReportMetric(rerun, "ratio-rerun")
+	figs.set(store, "save-first-rec/s", rate(apiFirst))
+	figs.set(store, "save-rerun-rec/s", rate(apiRerun))
+	figs.set(store, "base-first-rec/s", rate(baseFirst))
+	figs.set(store, "base-rerun-rec/s", rate(baseRerun))
 	if b.N < 2 {
 		return
 	}
-	fmt.Printf("sync records ingest on Postgres, %d rounds of %d records of %d bytes in batches of %d:\n",
-		b.N, recordsBenchBatches*functions.MaxRecordsPerBatch, benchTicketSize, functions.MaxRecordsPerBatch)
+	where := "Postgres"
+	if f.lite != nil {
+		where = "SQLite (its work in the Go process)"
+	}
+	fmt.Printf("sync records ingest on %s, %d rounds of %d records of %d bytes in batches of %d:\n",
+		where, b.N, recordsBenchBatches*functions.MaxRecordsPerBatch, benchTicketSize, functions.MaxRecordsPerBatch)
 	for _, v := range []*variant{apiFirst, baseFirst, apiRerun, baseRerun} {
 		cpu := fmt.Sprintf("Go %5.1f", per(v.cpu, v))
 		if pgOK {
@@ -465,6 +493,62 @@ func BenchmarkSyncSave(b *testing.B) {
 	}
 	fmt.Printf("  ratio first run %.2f (rounds %s), unchanged rerun %.2f (rounds %s); goal >= 0.8\n",
 		first, roundSpread(apiFirst.perRound, baseFirst.perRound), rerun, roundSpread(apiRerun.perRound, baseRerun.perRound))
+}
+
+// postgresCPU returns the CPU time of the Postgres sessions of f.db (see
+// sessionCPU); ok is false on SQLite.
+func (f *recordsBench) postgresCPU() (time.Duration, bool) {
+	if f.db == nil {
+		return 0, false
+	}
+	return sessionCPU(f.db, f.app)
+}
+
+// sqliteChunk is how many records one statement of the SQLite baseline
+// upserts: SaveRecords's chunk (store/sqlite measured 250 rows a statement
+// faster than 1,000).
+const sqliteChunk = 250
+
+// sqliteUpsert is the SQLite baseline's upsert of a batch: one transaction
+// on the writer connection, one multi-row INSERT ... VALUES per
+// sqliteChunk records, with the scope, Seqs and time written in the text
+// and each record's id, hash and sealed payload as anonymous parameters
+// (SQLite looks a numbered parameter up in a list, which makes a statement
+// of many rows several times slower).
+func (f *recordsBench) sqliteUpsert(b *testing.B, scope, seq int64, sb sealedBatch) {
+	ctx := context.Background()
+	tx, err := f.lite.DB().BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	var q strings.Builder
+	args := make([]any, 0, 3*sqliteChunk)
+	for lo := 0; lo < len(sb.ids); lo += sqliteChunk {
+		hi := min(lo+sqliteChunk, len(sb.ids))
+		q.Reset()
+		q.WriteString(`INSERT INTO records AS r (scope_id, seq, added_seq, touched, first_seen_at, updated_at,
+			external_id, hash, sealed_payload) VALUES `)
+		args = args[:0]
+		for k := lo; k < hi; k++ {
+			if k > lo {
+				q.WriteByte(',')
+			}
+			n := strconv.FormatInt(seq+int64(k)+1, 10)
+			q.WriteString("(" + strconv.FormatInt(scope, 10) + "," + n + "," + n + ",0," + now + "," + now + ",?,?,?)")
+			args = append(args, sb.ids[k], sb.hashes[k], sb.payloads[k])
+		}
+		q.WriteString(` ON CONFLICT (scope_id, external_id) DO UPDATE SET sealed_payload = excluded.sealed_payload,
+			hash = excluded.hash, updated_at = excluded.updated_at, seq = excluded.seq
+			WHERE r.hash <> excluded.hash`)
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			_ = tx.Rollback()
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // roundSpread returns the range of the ratios a[i]/b[i] over the rounds.
@@ -496,7 +580,7 @@ func roundSpread(a, b []float64) string {
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkListRecords -benchtime 10x .
 func BenchmarkListRecords(b *testing.B) {
-	f := newRecordsBench(b)
+	f := newRecordsBench(b, "postgres")
 	ctx := context.Background()
 	f.ingest(b, tickets(0))
 	var scopeID int64

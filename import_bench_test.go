@@ -9,8 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,6 +25,7 @@ import (
 	"github.com/embedauth/connect/internal/pgtest"
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // importBenchBatch is the number of connections of one bulk import in
@@ -37,15 +38,21 @@ const importBenchBatch = connections.MaxImportBatch
 const importBenchSingleClients = 8
 
 // BenchmarkImport measures importing new OAuth 2 connections (access and
-// refresh token, expiry, metadata, tags) on Postgres through the real path
-// against a floor, interleaved in one run so that every variant sees the
-// same machine and database load. Each of the b.N rounds runs, in turn:
+// refresh token, expiry, metadata, tags) through the real path against a
+// floor, on each store: sub-benchmarks sqlite (a file in b.TempDir() with
+// the production defaults, synchronous FULL) and postgres, one after the
+// other; when both ran it prints SQLite's rates divided by Postgres's.
+// Within each, the variants are interleaved in one run so that every
+// variant sees the same machine and database load. Each of the b.N rounds
+// runs, in turn:
 //
 //   - baseline: the floor of storing them: the same connection rows,
 //     already sealed (the credentials' JSON encrypted with the Service's
-//     key, outside the timing), inserted as raw batched inserts (one
-//     INSERT ... SELECT FROM unnest of 1,000 rows per transaction) over
-//     the same *sql.DB. No validation, no log entries, no HTTP.
+//     key, outside the timing), inserted as raw batched inserts over the
+//     Store's own database handle: on Postgres one INSERT ... SELECT FROM
+//     unnest of 1,000 rows per transaction, on SQLite one transaction of
+//     1,000 executions of a prepared INSERT on the writer connection. No
+//     validation, no log entries, no HTTP.
 //   - bulk: POST /connections with a JSON array of 1,000 connections over
 //     loopback HTTP to httptest.NewServer(svc.Handler()): API key,
 //     decoding, validation, sealing, the Store's write and the operations
@@ -53,22 +60,29 @@ const importBenchSingleClients = 8
 //   - baseline_x2, bulk_x2: the same, two clients at once (2,000
 //     connections).
 //   - single: the way before bulk imports, one POST /connections per
-//     connection, from 8 clients at once (the pool has 10 connections;
-//     on two cores more clients do not go faster); 200 connections a
-//     round, which is enough for its rate.
+//     connection, from 8 clients at once (the Postgres pool has 10
+//     connections; on two cores more clients do not go faster); 200
+//     connections a round, which is enough for its rate.
 //
 // It reports the connections/s of each, ratio (bulk / baseline, one
 // client each; goal at least 0.5), ratio-x2 (the same with two clients
 // each) and speedup (the better of bulk and bulk_x2 / single; goal at
 // least 10), and prints them with the CPU each connection took in the Go
-// process (server and clients) and, when Postgres runs on the same host
-// (its sessions' /proc entries are readable), in Postgres; and the
-// spread of the ratio over the rounds. Rate limiting is off. Run it with
+// process (server and clients; on SQLite the database's work too) and,
+// when Postgres runs on the same host (its sessions' /proc entries are
+// readable), in Postgres; and the spread of the ratio over the rounds.
+// Rate limiting is off. Run it with
 //
 //	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		go test -run '^$' -bench BenchmarkImport -benchtime 10x .
 func BenchmarkImport(b *testing.B) {
-	f := newImportBench(b)
+	benchEachStore(b, "import of new connections", benchmarkImport, "bulk-conn/s", "bulk-x2-conn/s", "single-conn/s", "baseline-conn/s")
+}
+
+// benchmarkImport is BenchmarkImport on one store; it records its rates
+// in figs.
+func benchmarkImport(b *testing.B, store string, figs storeFigures) {
+	f := newImportBench(b, store)
 	const singlePerRound = 200
 	type variant struct {
 		name     string
@@ -134,6 +148,12 @@ func BenchmarkImport(b *testing.B) {
 	b.ReportMetric(ratio, "ratio")
 	b.ReportMetric(ratio2, "ratio-x2")
 	b.ReportMetric(speedup, "speedup")
+	for _, v := range []struct {
+		name string
+		v    *variant
+	}{{"bulk-conn/s", bulk}, {"bulk-x2-conn/s", bulk2}, {"single-conn/s", single}, {"baseline-conn/s", base}} {
+		figs.set(store, v.name, rate(v.v))
+	}
 	b.ReportMetric(per(bulk.cpu, bulk), "bulk-go-µs/conn")
 	if pgOK {
 		b.ReportMetric(per(bulk.pg, bulk), "bulk-pg-µs/conn")
@@ -142,7 +162,11 @@ func BenchmarkImport(b *testing.B) {
 	if b.N < 2 { // the probe run
 		return
 	}
-	fmt.Printf("import of new connections on Postgres, %d rounds:\n", b.N)
+	where := "Postgres"
+	if store == "sqlite" {
+		where = "SQLite (its work in the Go process)"
+	}
+	fmt.Printf("import of new connections on %s, %d rounds:\n", where, b.N)
 	for _, v := range vs {
 		cpu := fmt.Sprintf("Go %4.0f", per(v.cpu, v))
 		if pgOK {
@@ -165,9 +189,11 @@ func BenchmarkImport(b *testing.B) {
 
 // importBench is the fixture of BenchmarkImport.
 type importBench struct {
-	db      *sql.DB
-	app     string // the application_name of db's sessions
-	table   string // the connections table, quoted
+	db      *sql.DB // Postgres: the Store's pool, else nil
+	app     string  // the application_name of db's sessions
+	table   string  // the connections table, quoted
+	lite    *sqlite.Store
+	insert  *sql.Stmt // SQLite: the baseline's insert of one row, on the writer
 	envID   int64
 	keyring *secret.Keyring
 	client  *http.Client
@@ -176,42 +202,37 @@ type importBench struct {
 	exp     time.Time
 }
 
-func newImportBench(b *testing.B) *importBench {
+func newImportBench(b *testing.B, store string) *importBench {
 	b.Helper()
 	ctx := context.Background()
-	_, schema := pgtest.Schema(b)
-	// A pool of its own, whose sessions carry an application_name, so that
-	// their CPU time can be read (postgresCPU).
-	app := "connect_import_bench_" + schema
-	u, err := url.Parse(pgtest.URL(b))
-	if err != nil || u.Scheme == "" {
-		b.Fatalf("BenchmarkImport needs TEST_DATABASE_URL as a postgres:// URL: %v", err)
+	f := &importBench{}
+	var cfg connect.Config
+	switch store {
+	case "postgres":
+		_, schema := pgtest.Schema(b)
+		// A pool of its own, whose sessions carry an application_name, so
+		// that their CPU time can be read (postgresCPU).
+		f.app = "connect_import_bench_" + schema
+		f.db = openAppDB(b, f.app)
+		cfg.Store, cfg.Scheduler = openBenchPostgres(b, f.db, schema, postgres.SchedulerConfig{})
+		f.table = pq.QuoteIdentifier(schema) + ".connections"
+	case "sqlite":
+		st, sched := openBenchSQLite(b, sqlite.SchedulerConfig{})
+		cfg.Store, cfg.Scheduler = st, sched
+		f.lite = st
+		var err error
+		f.insert, err = st.DB().PrepareContext(ctx, `INSERT INTO connections (environment_id, integration_key, connection_id,
+			connection_id_folded, provider, connection_config, metadata, tags, webhook_url_override, auth_mode,
+			sealed_credentials, credentials_expires_at, errors, last_fetched_at, last_refresh_failure, refresh_attempts,
+			version, created_at, updated_at)
+			VALUES (?, 'gh', ?, ?, 'github', '{}', ?, ?, '', 'OAUTH2', ?, ?, '[]', NULL, NULL, 0, 1, ?, ?)`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.insert.Close() })
 	}
-	q := u.Query()
-	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
-	db, err := sql.Open("postgres", u.String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	db.SetMaxOpenConns(pgtest.MaxOpenConns)
-	db.SetMaxIdleConns(pgtest.MaxOpenConns)
-	b.Cleanup(func() { db.Close() })
-	opts := &postgres.Options{Schema: schema}
-	if err := postgres.Migrate(ctx, db, opts); err != nil {
-		b.Fatal(err)
-	}
-	st, err := postgres.New(db, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	sched, err := postgres.NewScheduler(db, opts, postgres.SchedulerConfig{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
-		RateLimitRequests: -1, Scheduler: sched})
+	cfg.EncryptionKeys, cfg.RateLimitRequests = []connect.EncryptionKey{testKey}, -1
+	svc, err := connect.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -235,9 +256,9 @@ func newImportBench(b *testing.B) *importBench {
 	b.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: importBenchSingleClients * 2, IdleConnTimeout: time.Minute}
 	b.Cleanup(tr.CloseIdleConnections)
-	f := &importBench{db: db, app: app, table: pq.QuoteIdentifier(schema) + ".connections", envID: env.ID, keyring: keyring,
-		client: &http.Client{Transport: tr}, url: srv.URL + "/connections", auth: "Bearer " + key,
-		exp: time.Now().Add(8 * time.Hour).UTC().Truncate(time.Second)}
+	f.envID, f.keyring = env.ID, keyring
+	f.client, f.url, f.auth = &http.Client{Transport: tr}, srv.URL+"/connections", "Bearer "+key
+	f.exp = time.Now().Add(8 * time.Hour).UTC().Truncate(time.Second)
 	// Warm up each path: the pools, the API-key cache, the statements.
 	f.baseline(b, "base", -1)()
 	f.bulk(b, "bulk", -1)()
@@ -247,8 +268,13 @@ func newImportBench(b *testing.B) *importBench {
 
 // postgresCPU returns the CPU time the Postgres sessions of f.db have
 // used, from /proc (see sessionCPU): ok is false when Postgres runs
-// elsewhere.
-func (f *importBench) postgresCPU() (d time.Duration, ok bool) { return sessionCPU(f.db, f.app) }
+// elsewhere, or on SQLite.
+func (f *importBench) postgresCPU() (d time.Duration, ok bool) {
+	if f.db == nil {
+		return 0, false
+	}
+	return sessionCPU(f.db, f.app)
+}
 
 // importBenchItem is connection i of a variant's round as a single import
 // body.
@@ -259,11 +285,12 @@ func (f *importBench) item(variant string, round, i int) string {
 }
 
 // baseline prepares the round's rows, sealed, and returns their insert in
-// one statement.
+// one transaction.
 func (f *importBench) baseline(b *testing.B, tag string, round int) func() {
-	now := time.Now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	exp := f.exp.Format(time.RFC3339Nano)
 	cols := make([]pq.StringArray, 12)
+	rows := make([][]any, 0, importBenchBatch)
 	for i := range importBenchBatch {
 		at, rt := fmt.Sprintf("gho_%036d", i), fmt.Sprintf("ghr_%036d", i)
 		creds, err := json.Marshal(&connections.Credentials{Type: "OAUTH2", AccessToken: at, RefreshToken: rt,
@@ -275,11 +302,18 @@ func (f *importBench) baseline(b *testing.B, tag string, round int) func() {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for k, v := range []string{"gh", fmt.Sprintf("%s-%d-%d", tag, round, i), "github", "{}",
-			fmt.Sprintf(`{"plan":"pro","seats":%d}`, i%50), fmt.Sprintf(`{"end_user_id":"user-%d"}`, i),
-			"OAUTH2", sealed, exp, "[]", now, now} {
+		id, md, tags := fmt.Sprintf("%s-%d-%d", tag, round, i), fmt.Sprintf(`{"plan":"pro","seats":%d}`, i%50), fmt.Sprintf(`{"end_user_id":"user-%d"}`, i)
+		if f.lite != nil {
+			rows = append(rows, []any{f.envID, id, strings.ToLower(id), md, tags, sealed, f.exp.UnixMicro(), now.UnixMicro(), now.UnixMicro()})
+			continue
+		}
+		at8601 := now.Format(time.RFC3339Nano)
+		for k, v := range []string{"gh", id, "github", "{}", md, tags, "OAUTH2", sealed, exp, "[]", at8601, at8601} {
 			cols[k] = append(cols[k], v)
 		}
+	}
+	if f.lite != nil {
+		return func() { f.insertSQLite(b, rows) }
 	}
 	args := []any{f.envID}
 	for _, c := range cols {
@@ -307,6 +341,26 @@ func (f *importBench) insertRows(b *testing.B, args []any) {
 	if err != nil {
 		_ = tx.Rollback()
 		b.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// insertSQLite is the baseline's insert on SQLite: the rows in one
+// transaction on the writer, one execution of a prepared INSERT each.
+func (f *importBench) insertSQLite(b *testing.B, rows [][]any) {
+	ctx := context.Background()
+	tx, err := f.lite.DB().BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := tx.StmtContext(ctx, f.insert)
+	for _, r := range rows {
+		if _, err := st.ExecContext(ctx, r...); err != nil {
+			_ = tx.Rollback()
+			b.Fatal(err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)

@@ -17,7 +17,9 @@ import (
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/integrations"
+	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // openAdmin connects to the Postgres that adminURL names and checks that it
@@ -45,10 +47,15 @@ func openAdmin(ctx context.Context, adminURL string) (*sql.DB, error) {
 	return db, nil
 }
 
-// createDatabase creates an empty database and returns its name and URL.
-func createDatabase(ctx context.Context, admin *sql.DB, adminURL, suffix string) (string, string, error) {
+// createDatabase creates a database, empty or a copy of template (when
+// not ""), and returns its name and URL.
+func createDatabase(ctx context.Context, admin *sql.DB, adminURL, suffix, template string) (string, string, error) {
 	name := "serverload_" + suffix
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+pq.QuoteIdentifier(name)); err != nil {
+	q := "CREATE DATABASE " + pq.QuoteIdentifier(name)
+	if template != "" {
+		q += " TEMPLATE " + pq.QuoteIdentifier(template)
+	}
+	if _, err := admin.ExecContext(ctx, q); err != nil {
 		return "", "", fmt.Errorf("creating database %s: %w (the -db user needs CREATEDB)", name, err)
 	}
 	u, _ := url.Parse(adminURL)
@@ -69,30 +76,66 @@ func dropDatabase(admin *sql.DB, name string) error {
 	return err
 }
 
-// pgStats are the Postgres figures of the bench's database.
+// pgStats are the Postgres figures of the bench's databases.
 type pgStats struct {
-	// Sessions is pg_stat_database.sessions, the sessions ever opened to
-	// the database (Postgres 14 and later; -1 before).
+	// Sessions is the sum of pg_stat_database.sessions, the sessions ever
+	// opened to the databases (Postgres 14 and later; -1 before).
 	Sessions int64
 	// Backends is the number of sessions open now.
 	Backends int64
+	// CPU is the CPU time each of those sessions has used, by process id,
+	// read from /proc; nil when Postgres runs elsewhere (or its processes
+	// cannot be read).
+	CPU map[int]time.Duration
 }
 
-// readPGStats reads the session counters of database name. A backend
-// reports its session to the statistics at the end of its first
-// transaction, so a session opened in the last moments of a run may count
-// in the next.
-func readPGStats(ctx context.Context, admin *sql.DB, name string) (pgStats, error) {
+// readPGStats reads the session counters of the databases names and the
+// CPU time of their sessions. A backend reports its session to the
+// statistics at the end of its first transaction, so a session opened in
+// the last moments of a run may count in the next.
+func readPGStats(ctx context.Context, admin *sql.DB, names []string) (pgStats, error) {
 	var s pgStats
+	var pids []int64
 	err := admin.QueryRowContext(ctx, `SELECT
 		CASE WHEN current_setting('server_version_num')::int >= 140000
-			THEN (SELECT (to_jsonb(d) ->> 'sessions')::bigint FROM pg_stat_database d WHERE datname = $1)
+			THEN (SELECT coalesce(sum((to_jsonb(d) ->> 'sessions')::bigint), 0) FROM pg_stat_database d WHERE datname = ANY($1))
 			ELSE -1 END,
-		(SELECT count(*) FROM pg_stat_activity WHERE datname = $1)`, name).Scan(&s.Sessions, &s.Backends)
+		(SELECT count(*) FROM pg_stat_activity WHERE datname = ANY($1)),
+		(SELECT coalesce(array_agg(pid), '{}') FROM pg_stat_activity WHERE datname = ANY($1))`,
+		pq.Array(names)).Scan(&s.Sessions, &s.Backends, pq.Array(&pids))
 	if err != nil {
 		return s, fmt.Errorf("reading pg_stat_database: %w", err)
 	}
+	s.CPU = map[int]time.Duration{}
+	for _, pid := range pids {
+		d, err := processCPU(int(pid))
+		if err != nil {
+			s.CPU = nil
+			break
+		}
+		s.CPU[int(pid)] = d
+	}
 	return s, nil
+}
+
+// postgresMemory returns the number of sessions open to database name and
+// the sum of their private resident memory (RssAnon of
+// /proc/<pid>/status: the shared buffers, which every session maps, are
+// not in it), or -1 for what cannot be read.
+func postgresMemory(ctx context.Context, admin *sql.DB, name string) (sessions int, anonKiB int64) {
+	var pids []int64
+	if err := admin.QueryRowContext(ctx, `SELECT coalesce(array_agg(pid), '{}') FROM pg_stat_activity WHERE datname = $1`,
+		name).Scan(pq.Array(&pids)); err != nil {
+		return -1, -1
+	}
+	for _, pid := range pids {
+		m, err := procMemory(int(pid))
+		if err != nil {
+			return len(pids), -1
+		}
+		anonKiB += m.AnonKiB
+	}
+	return len(pids), anonKiB
 }
 
 // Names of what the bench creates.
@@ -112,8 +155,10 @@ func accessToken(i int, salt string) string {
 
 // seedConfig is what seeding needs.
 type seedConfig struct {
-	dbURL     string
-	key       []byte
+	store     string
+	dbURL     string // Postgres
+	path      string // SQLite
+	key       connect.EncryptionKey
 	providers []*integrations.Provider
 	n         int
 	workers   int
@@ -125,27 +170,47 @@ type seedConfig struct {
 const seedBatch = 500
 
 // seed imports cfg.n OAuth 2 connections into the dev environment with
-// the library, in this process, on the server's database and key:
-// connections.Service.ImportBatch in batches of seedBatch, the code behind
-// the bulk form of POST /connections, with its validation, sealing and
-// operations log, without the HTTP round trip.
-// Their tokens expire in a year, so nothing refreshes during the bench.
+// the library, in this process, on the server's database and key, while
+// the server runs: connections.Service.ImportBatch in batches of
+// seedBatch, the code behind the bulk form of POST /connections, with its
+// validation, sealing and operations log, without the HTTP round trip.
+// On SQLite it opens the server's file with store/sqlite's defaults (a
+// second process on the file, which WAL mode allows; the writers of the
+// two processes take SQLite's lock in turn). Their tokens expire in a
+// year, so nothing refreshes during the bench.
 func seed(ctx context.Context, cfg seedConfig) (time.Duration, error) {
-	db, err := sql.Open("postgres", cfg.dbURL)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(cfg.workers + 2)
-	db.SetMaxIdleConns(cfg.workers + 2)
-	st, err := postgres.New(db, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer st.Close()
-	sched, err := postgres.NewScheduler(db, nil, postgres.SchedulerConfig{})
-	if err != nil {
-		return 0, err
+	var st connect.Store
+	var sched jobs.Scheduler
+	switch cfg.store {
+	case storePostgres:
+		db, err := sql.Open("postgres", cfg.dbURL)
+		if err != nil {
+			return 0, err
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(cfg.workers + 2)
+		db.SetMaxIdleConns(cfg.workers + 2)
+		pg, err := postgres.New(db, nil)
+		if err != nil {
+			return 0, err
+		}
+		defer pg.Close()
+		if sched, err = postgres.NewScheduler(db, nil, postgres.SchedulerConfig{}); err != nil {
+			return 0, err
+		}
+		st = pg
+	case storeSQLite:
+		lite, err := sqlite.Open(ctx, cfg.path, nil)
+		if err != nil {
+			return 0, err
+		}
+		defer lite.Close()
+		if sched, err = sqlite.NewScheduler(ctx, lite, sqlite.SchedulerConfig{}); err != nil {
+			return 0, err
+		}
+		st = lite
+	default:
+		return 0, fmt.Errorf("unknown store %q", cfg.store)
 	}
 	cat, err := integrations.DefaultCatalog()
 	if err != nil {
@@ -160,7 +225,7 @@ func seed(ctx context.Context, cfg seedConfig) (time.Duration, error) {
 		Scheduler: sched,
 		// The id derived from the key, as the reference server's: it
 		// opens what this seeder sealed.
-		EncryptionKeys:    []connect.EncryptionKey{{ID: connect.EncryptionKeyID(cfg.key), Key: cfg.key}},
+		EncryptionKeys:    []connect.EncryptionKey{cfg.key},
 		Providers:         cat,
 		RateLimitRequests: -1,
 	})

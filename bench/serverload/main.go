@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -67,6 +66,10 @@ func main() {
 // config is the bench's settings (see parseFlags).
 type config struct {
 	AdminURL      string        `json:"-"`
+	Stores        []string      `json:"stores"`
+	GoMaxProcs    []int         `json:"gomaxprocs,omitempty"`
+	ColdStarts    int           `json:"cold_starts"`
+	DataDir       string        `json:"data_dir"`
 	Connections   int           `json:"connections"`
 	Duration      time.Duration `json:"duration_ns"`
 	Slice         time.Duration `json:"slice_ns"`
@@ -85,20 +88,31 @@ type config struct {
 	afterRun func(runResult)
 }
 
+// The stores the bench runs the server on.
+const (
+	storeSQLite   = "sqlite"
+	storePostgres = "postgres"
+)
+
 // parseFlags parses the command line; getenv supplies TEST_DATABASE_URL
 // when -db is not given.
 func parseFlags(args []string, getenv func(string) string) (config, error) {
 	fs := flag.NewFlagSet("serverload", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./bench/serverload [flags]\n\n"+
-			"Starts the reference server on a fresh Postgres database with N connections, a loopback upstream and a\n"+
-			"bare httputil.ReverseProxy, and measures GET /connections/{id}, the proxy and the bare proxy at each\n"+
-			"concurrency, interleaved, for several rounds. See the package documentation (go doc ./bench/serverload).\n\nFlags:\n")
+			"Starts the reference server on each store (SQLite, its default, in a fresh data directory; Postgres on a fresh\n"+
+			"database) with N connections, a loopback upstream and a bare httputil.ReverseProxy, measures cold starts, the\n"+
+			"bulk import, GET /connections/{id}, the proxy and the bare proxy at each concurrency, interleaved, for several\n"+
+			"rounds, and the servers' memory. See the package documentation (go doc ./bench/serverload).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var cfg config
-	var conc, vars, rate string
-	fs.StringVar(&cfg.AdminURL, "db", "", "`URL` of a Postgres database the bench creates its database from (default $TEST_DATABASE_URL)")
+	var stores, procs, conc, vars, rate string
+	fs.StringVar(&cfg.AdminURL, "db", "", "`URL` of a Postgres database the bench creates its databases from (default $TEST_DATABASE_URL; not needed with -stores sqlite)")
+	fs.StringVar(&stores, "stores", "sqlite,postgres", "comma-separated `list` of the stores to run the server on, side by side: sqlite (no DATABASE_URL: the default, a fresh CONNECT_DATA_DIR) and postgres")
+	fs.StringVar(&procs, "gomaxprocs", "", "comma-separated `list` of GOMAXPROCS values: one server per store and value, all measured in the same rounds (default: one server per store, GOMAXPROCS unset)")
+	fs.IntVar(&cfg.ColdStarts, "cold-starts", 3, "`repetitions` of the cold start measured per store, on an empty database and with the -n connections (0 for none)")
+	fs.StringVar(&cfg.DataDir, "data-dir", os.TempDir(), "`directory` in which the SQLite servers' data directories are made (and removed at the end); put it on the disk Postgres keeps its data on")
 	fs.IntVar(&cfg.Connections, "n", 1000, "`connections` to seed; each request is for a random one of them (100000 fills the proxy's connection cache during the first rounds)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each measured run (at least 10s lets the 10 s API-key cache expire in every run)")
 	fs.DurationVar(&cfg.Slice, "slice", time.Second, "the variants of a round take turns for this long each until each has run -duration, so that they share the machine's load (-slice as long as -duration runs them one after the other)")
@@ -110,7 +124,7 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&cfg.ServerBin, "server-bin", "", "an already built reference server `binary` (default: go build ./examples/server)")
 	fs.StringVar(&cfg.Repo, "repo", ".", "`directory` inside the connect repository to build the server from")
 	fs.IntVar(&cfg.SeedWorkers, "seed-workers", 4, "concurrent import batches while seeding")
-	fs.StringVar(&rate, "rate-limit", "off", "the server's CONNECT_RATE_LIMIT: off, or `requests` per minute per account (Postgres-backed)")
+	fs.StringVar(&rate, "rate-limit", "off", "the server's CONNECT_RATE_LIMIT: off, or `requests` per minute per account (kept in Postgres on Postgres, in the process on SQLite)")
 	fs.StringVar(&cfg.JSONPath, "json", "", "also write every run and the summary to this `file` as JSON")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -118,15 +132,39 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	var err error
+	if cfg.Stores, err = nameList("-stores", "store", stores, []string{storeSQLite, storePostgres}); err != nil {
+		return cfg, err
+	}
+	for _, s := range splitList(procs) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1024 {
+			return cfg, fmt.Errorf("-gomaxprocs: %q is not a number from 1 to 1024", s)
+		}
+		if slices.Contains(cfg.GoMaxProcs, n) {
+			return cfg, fmt.Errorf("-gomaxprocs lists %d twice", n)
+		}
+		cfg.GoMaxProcs = append(cfg.GoMaxProcs, n)
+	}
 	if cfg.AdminURL == "" {
 		cfg.AdminURL = getenv("TEST_DATABASE_URL")
 	}
-	if cfg.AdminURL == "" {
+	if cfg.AdminURL == "" && slices.Contains(cfg.Stores, storePostgres) {
 		return cfg, errors.New("no database: pass -db or set TEST_DATABASE_URL to a Postgres URL " +
-			"(such as postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable); the bench creates and drops a database of its own")
+			"(such as postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable); the bench creates and drops databases of its own " +
+			"(or measure SQLite alone with -stores sqlite)")
+	}
+	if !slices.Contains(cfg.Stores, storePostgres) {
+		cfg.AdminURL = ""
+	}
+	if cfg.DataDir == "" {
+		return cfg, errors.New("-data-dir is empty")
 	}
 	if cfg.Connections < 1 || cfg.Rounds < 1 || cfg.SeedWorkers < 1 {
 		return cfg, errors.New("-n, -rounds and -seed-workers must be at least 1")
+	}
+	if cfg.ColdStarts < 0 {
+		return cfg, errors.New("-cold-starts must not be negative")
 	}
 	if cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.Slice <= 0 {
 		return cfg, errors.New("-duration and -slice must be positive and -warmup not negative")
@@ -142,17 +180,8 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	if len(cfg.Concurrencies) == 0 {
 		return cfg, errors.New("-c lists no concurrency")
 	}
-	for _, v := range splitList(vars) {
-		if !slices.Contains([]string{"get", "proxy", "bare", "direct"}, v) {
-			return cfg, fmt.Errorf("-variants: unknown variant %q (get, proxy, bare, direct)", v)
-		}
-		if slices.Contains(cfg.Variants, v) {
-			return cfg, fmt.Errorf("-variants lists %q twice", v)
-		}
-		cfg.Variants = append(cfg.Variants, v)
-	}
-	if len(cfg.Variants) == 0 {
-		return cfg, errors.New("-variants lists no variant")
+	if cfg.Variants, err = nameList("-variants", "variant", vars, []string{"get", "proxy", "bare", "direct"}); err != nil {
+		return cfg, err
 	}
 	switch n, err := strconv.Atoi(rate); {
 	case rate == "off":
@@ -165,6 +194,25 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	return cfg, nil
 }
 
+// nameList parses the comma-separated list of flag, each a kind of
+// allowed, once at the most, at least one.
+func nameList(flag, kind, list string, allowed []string) ([]string, error) {
+	var out []string
+	for _, s := range splitList(list) {
+		if !slices.Contains(allowed, s) {
+			return nil, fmt.Errorf("%s: unknown %s %q (%s)", flag, kind, s, strings.Join(allowed, ", "))
+		}
+		if slices.Contains(out, s) {
+			return nil, fmt.Errorf("%s lists %q twice", flag, s)
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s lists no %s", flag, kind)
+	}
+	return out, nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -175,25 +223,36 @@ func splitList(s string) []string {
 	return out
 }
 
-// bench is a running bench: its processes and database.
+// bench is a running bench: its processes, databases and data
+// directories.
 type bench struct {
-	cfg       config
-	out       io.Writer
-	admin     *sql.DB
-	dbName    string
-	server    *proc
-	upstream  *proc
-	bare      *proc
-	variants  map[string]variant
-	serverURL string
+	cfg           config
+	out           io.Writer
+	tmp           string // the processes' logs and the providers file
+	bin           string // the reference server
+	admin         *sql.DB
+	apiKey, salt  string
+	pgKey         []byte // the encryption key given to the servers on Postgres
+	providersFile string
+	upstream      *proc
+	bare          *proc
+	upstreamAddr  string
+	bareAddr      string
+	instances     []*instance
+	targets       []target
+
+	servers   []*proc  // every server process started, stopped by close
+	databases []string // every database created, dropped by close
+	dataDirs  []string // every SQLite data directory, removed by close
+	starts    int      // server processes started, for their log names
 }
 
 // run runs the whole bench and returns its report. Whatever happens, it
-// stops the processes it started and drops its database before it returns.
+// stops the processes it started, drops its databases and removes its
+// data directories before it returns.
 func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error) {
 	b := &bench{cfg: cfg, out: out}
-	tmp, err := os.MkdirTemp("", "serverload-")
-	if err != nil {
+	if b.tmp, err = os.MkdirTemp("", "serverload-"); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -203,23 +262,32 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
 		}
 		if err != nil && b.upstream != nil {
 			// Keep the processes' logs for the post-mortem.
-			err = fmt.Errorf("%w\n(the processes' logs are in %s)", err, tmp)
+			err = fmt.Errorf("%w\n(the processes' logs are in %s)", err, b.tmp)
 		} else {
-			os.RemoveAll(tmp)
+			os.RemoveAll(b.tmp)
 		}
 	}()
-	defer func() { err = errors.Join(err, b.close()) }()
+	defer func() {
+		err = errors.Join(err, b.close())
+		if rep != nil {
+			rep.Databases, rep.DataDirs = b.databases, b.dataDirs
+			for _, p := range b.servers {
+				rep.pids[p.name] = p.pid()
+			}
+		}
+	}()
 
-	if b.admin, err = openAdmin(ctx, cfg.AdminURL); err != nil {
-		return nil, err
+	if cfg.AdminURL != "" {
+		if b.admin, err = openAdmin(ctx, cfg.AdminURL); err != nil {
+			return nil, err
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	bin := cfg.ServerBin
-	if bin != "" {
-		if bin, err = filepath.Abs(bin); err != nil {
+	if b.bin = cfg.ServerBin; b.bin != "" {
+		if b.bin, err = filepath.Abs(b.bin); err != nil {
 			return nil, err
 		}
 	} else {
@@ -228,7 +296,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
 			return nil, err
 		}
 		fmt.Fprintf(out, "building the reference server (go build ./examples/server in %s)\n", repo)
-		if bin, err = buildServer(ctx, repo, tmp); err != nil {
+		if b.bin, err = buildServer(ctx, repo, b.tmp); err != nil {
 			return nil, err
 		}
 	}
@@ -237,18 +305,12 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
 	if _, err := rand.Read(rnd); err != nil {
 		return nil, err
 	}
-	key, apiKey, salt := rnd[:32], "sk_serverload_"+hex.EncodeToString(rnd[32:56]), hex.EncodeToString(rnd[56:])
+	b.pgKey, b.apiKey, b.salt = rnd[:32], "sk_serverload_"+hex.EncodeToString(rnd[32:56]), hex.EncodeToString(rnd[56:])
 
-	var upstreamAddr, bareAddr string
-	if b.upstream, upstreamAddr, err = startHelper(exe, tmp, roleUpstream, nil, []string{envAPIKey + "=" + apiKey}); err != nil {
+	if b.upstream, b.upstreamAddr, err = startHelper(exe, b.tmp, roleUpstream, nil, []string{envAPIKey + "=" + b.apiKey}); err != nil {
 		return nil, err
 	}
-	if b.bare, bareAddr, err = startHelper(exe, tmp, roleBare, []string{"-upstream=http://" + upstreamAddr}, nil); err != nil {
-		return nil, err
-	}
-
-	var dbURL string
-	if b.dbName, dbURL, err = createDatabase(ctx, b.admin, cfg.AdminURL, salt); err != nil {
+	if b.bare, b.bareAddr, err = startHelper(exe, b.tmp, roleBare, []string{"-upstream=http://" + b.upstreamAddr}, nil); err != nil {
 		return nil, err
 	}
 	providersYAML := fmt.Sprintf(`providers:
@@ -263,71 +325,126 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
       path:
         type: string
         title: Path
-`, benchProvider, upstreamAddr)
-	providersFile := filepath.Join(tmp, "providers.yaml")
-	if err := os.WriteFile(providersFile, []byte(providersYAML), 0o600); err != nil {
+`, benchProvider, b.upstreamAddr)
+	b.providersFile = filepath.Join(b.tmp, "providers.yaml")
+	if err := os.WriteFile(b.providersFile, []byte(providersYAML), 0o600); err != nil {
 		return nil, err
 	}
-	providers, err := integrations.LoadFile(providersFile)
+	providers, err := integrations.LoadFile(b.providersFile)
 	if err != nil {
 		return nil, err
 	}
-
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	serverAddr := "127.0.0.1:" + port
-	b.serverURL = "http://" + serverAddr
-	cmd := exec.Command(bin)
-	cmd.Env = append(environWithout("PORT", "DATABASE_URL", "CONNECT_"),
-		"PORT="+port,
-		"DATABASE_URL="+dbURL,
-		"CONNECT_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key),
-		"CONNECT_API_KEY="+apiKey,
-		"CONNECT_PUBLIC_URL="+b.serverURL,
-		"CONNECT_PROVIDERS_FILE="+providersFile,
-		"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true", // the upstream is on 127.0.0.1
-		"CONNECT_RATE_LIMIT="+strconv.Itoa(cfg.RateLimit),
-	)
-	if b.server, err = start("server", cmd, tmp); err != nil {
-		return nil, err
-	}
-	if err := waitHealthy(ctx, b.server, b.serverURL, 2*time.Minute); err != nil {
-		return nil, err
-	}
-	if err := createIntegration(ctx, b.serverURL, apiKey); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, b.server.logTail())
+	if slices.Contains(cfg.Stores, storeSQLite) && onTmpfs(cfg.DataDir) {
+		fmt.Fprintf(out, "warning: -data-dir %s is on tmpfs: SQLite's commits are not synced to a disk there, Postgres's are\n", cfg.DataDir)
 	}
 
-	fmt.Fprintf(out, "seeding %d connections (connections.Service.ImportBatch in this process, batches of %d, %d at a time, on the server's database and key)\n",
-		cfg.Connections, seedBatch, cfg.SeedWorkers)
-	took, err := seed(ctx, seedConfig{dbURL: dbURL, key: key, providers: providers, n: cfg.Connections,
-		workers: cfg.SeedWorkers, salt: salt, progress: out})
-	if err != nil {
-		return nil, err
-	}
-	rep = &report{Config: cfg, Seed: seedReport{Connections: cfg.Connections, Seconds: took.Seconds(),
-		PerSecond: float64(cfg.Connections) / took.Seconds()}}
-	rep.Host = hostInfo(cfg.Repo, bin)
-	rep.Database = b.dbName
-	rep.pids = map[string]int{"server": b.server.pid(), "upstream": b.upstream.pid(), "bare": b.bare.pid()}
-	fmt.Fprintf(out, "seeded %d connections in %.1f s (%.0f/s)\n\n", cfg.Connections, took.Seconds(), rep.Seed.PerSecond)
+	rep = &report{Config: cfg, Host: hostInfo(cfg.Repo, b.bin), pids: map[string]int{}}
+	rep.pids["upstream"], rep.pids["bare"] = b.upstream.pid(), b.bare.pid()
+	b.instances = newInstances(cfg.Stores, cfg.GoMaxProcs)
 
-	b.variants = variants(serverAddr, bareAddr, upstreamAddr, apiKey, salt)
+	// Cold starts on an empty database, the stores taking turns.
+	if cfg.ColdStarts > 0 {
+		fmt.Fprintf(out, "cold starts (exec to the first 200 of GET /health), %d per store, each on an empty database\n", cfg.ColdStarts)
+		for rep1 := range cfg.ColdStarts {
+			for _, store := range rotate(cfg.Stores, rep1) {
+				inst := &instance{Store: store, GoMaxProcs: b.primary(store).GoMaxProcs, Label: store + "-cold"}
+				if err := b.freshStorage(ctx, inst, fmt.Sprintf("cold%d", rep1+1)); err != nil {
+					return rep, err
+				}
+				d, err := b.startServer(ctx, inst)
+				if err != nil {
+					return rep, err
+				}
+				if err := b.stopServer(inst); err != nil {
+					return rep, err
+				}
+				rep.addColdStart(store, false, d)
+				fmt.Fprintf(out, "  %-8s empty database: %s ms\n", store, ms(d))
+			}
+		}
+	}
+
+	// One server per store on a fresh database, with the integration
+	// created through its API.
+	for _, inst := range b.instances {
+		if inst.copyOf != nil {
+			continue
+		}
+		if err := b.freshStorage(ctx, inst, inst.Store); err != nil {
+			return rep, err
+		}
+		if _, err := b.startServer(ctx, inst); err != nil {
+			return rep, err
+		}
+		if err := createIntegration(ctx, inst.url, b.apiKey); err != nil {
+			return rep, fmt.Errorf("%s: %w\n%s", inst.Label, err, inst.server.logTail())
+		}
+		if inst.Store == storeSQLite {
+			// The server made the key of its data directory at its first
+			// start, as it does for anyone who starts it without one.
+			if inst.key, err = readKeyFile(filepath.Join(inst.dataDir, "encryption.key")); err != nil {
+				return rep, err
+			}
+		}
+	}
+
+	// Seeding: the bulk import of -n connections, one store after the
+	// other, each while its server (and the other store's) runs.
+	for _, inst := range b.instances {
+		if inst.copyOf != nil {
+			continue
+		}
+		fmt.Fprintf(out, "seeding %d connections on %s (connections.Service.ImportBatch in this process, batches of %d, %d at a time, on the server's database and key, the server running)\n",
+			cfg.Connections, inst.Store, seedBatch, cfg.SeedWorkers)
+		took, err := seed(ctx, seedConfig{store: inst.Store, dbURL: inst.dbURL, path: inst.dbPath(), key: inst.key,
+			providers: providers, n: cfg.Connections, workers: cfg.SeedWorkers, salt: b.salt, progress: out})
+		if err != nil {
+			return rep, fmt.Errorf("seeding %s: %w", inst.Store, err)
+		}
+		s := seedReport{Store: inst.Store, Connections: cfg.Connections, Seconds: took.Seconds(), PerSecond: float64(cfg.Connections) / took.Seconds()}
+		rep.Seeds = append(rep.Seeds, s)
+		fmt.Fprintf(out, "seeded %d connections on %s in %.1f s (%.0f/s)\n", cfg.Connections, inst.Store, s.Seconds, s.PerSecond)
+	}
+
+	if err := b.restart(ctx, rep); err != nil {
+		return rep, err
+	}
+
+	b.targets = b.makeTargets()
+	for _, inst := range b.instances {
+		ir := instanceReport{Label: inst.Label, Store: inst.Store, GoMaxProcs: inst.GoMaxProcs, Database: inst.dbName, DataDir: inst.dataDir}
+		if ir.Idle, err = procMemory(inst.server.pid()); err != nil {
+			return rep, err
+		}
+		rep.Instances = append(rep.Instances, ir)
+	}
+	fmt.Fprintln(out)
 	if err := b.measureAll(ctx, rep); err != nil {
 		return rep, err
 	}
+	for i, inst := range b.instances {
+		ir := &rep.Instances[i]
+		if ir.AfterLoad, err = procMemory(inst.server.pid()); err != nil {
+			return rep, err
+		}
+		ir.PGSessions, ir.PGSessionsAnonKiB = -1, -1
+		if inst.Store == storePostgres {
+			ir.PGSessions, ir.PGSessionsAnonKiB = postgresMemory(ctx, b.admin, inst.dbName)
+		}
+		ir.ServerLog = serverWarnings(inst.logs...)
+	}
 	rep.summarize()
 	rep.print(out)
-	rep.ServerLog = serverWarnings(b.server.logPath)
-	if len(rep.ServerLog) > 0 {
-		fmt.Fprintf(out, "\nthe server logged %d warnings or errors; the first:\n", len(rep.ServerLog))
-		for _, l := range rep.ServerLog[:min(5, len(rep.ServerLog))] {
-			fmt.Fprintf(out, "  %s\n", l)
+	for _, ir := range rep.Instances {
+		if len(ir.ServerLog) > 0 {
+			fmt.Fprintf(out, "\nthe %s server logged %d warnings or errors; the first:\n", ir.Label, len(ir.ServerLog))
+			for _, l := range ir.ServerLog[:min(5, len(ir.ServerLog))] {
+				fmt.Fprintf(out, "  %s\n", l)
+			}
 		}
 	}
 	if cfg.JSONPath != "" {
+		rep.Databases, rep.DataDirs = b.databases, b.dataDirs
 		j, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
 			return rep, err
@@ -339,13 +456,75 @@ func run(ctx context.Context, cfg config, out io.Writer) (rep *report, err error
 	return rep, nil
 }
 
-// close stops the processes (the server first, so that its sessions end)
-// and drops the database.
+// restart stops the seeded servers, copies each one's data for the other
+// GOMAXPROCS values, measures cold starts with the -n connections present
+// (the stores taking turns; the last start of each store stays up) and
+// starts the copies, so that every server measured was started on its
+// data as an operator starts one.
+func (b *bench) restart(ctx context.Context, rep *report) error {
+	copies := len(b.instances) > len(b.cfg.Stores)
+	if b.cfg.ColdStarts == 0 && !copies {
+		return nil
+	}
+	for _, inst := range b.instances {
+		if inst.copyOf == nil {
+			if err := b.stopServer(inst); err != nil {
+				return err
+			}
+		}
+	}
+	for _, inst := range b.instances {
+		if inst.copyOf != nil {
+			if err := b.copyStorage(ctx, inst); err != nil {
+				return err
+			}
+		}
+	}
+	reps := max(b.cfg.ColdStarts, 1)
+	if b.cfg.ColdStarts > 0 {
+		fmt.Fprintf(b.out, "cold starts with the %d connections, %d per store\n", b.cfg.Connections, reps)
+	}
+	for r := range reps {
+		for _, store := range rotate(b.cfg.Stores, r) {
+			inst := b.primary(store)
+			d, err := b.startServer(ctx, inst)
+			if err != nil {
+				return err
+			}
+			if b.cfg.ColdStarts > 0 {
+				rep.addColdStart(store, true, d)
+				fmt.Fprintf(b.out, "  %-8s %d connections: %s ms\n", store, b.cfg.Connections, ms(d))
+			}
+			if r < reps-1 {
+				if err := b.stopServer(inst); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, inst := range b.instances {
+		if inst.copyOf != nil {
+			if _, err := b.startServer(ctx, inst); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rotate returns s starting at its k-th element (modulo its length).
+func rotate[T any](s []T, k int) []T {
+	k %= len(s)
+	return append(slices.Clone(s[k:]), s[:k]...)
+}
+
+// close stops the processes (the servers first, so that their sessions
+// end), drops the databases and removes the data directories.
 func (b *bench) close() error {
 	var errs []error
-	if b.server != nil {
-		if err := b.server.stop(20 * time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("%w\n%s", err, b.server.logTail()))
+	for _, p := range b.servers {
+		if err := p.stop(20 * time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("%w\n%s", err, p.logTail()))
 		}
 	}
 	for _, p := range []*proc{b.bare, b.upstream} {
@@ -354,12 +533,17 @@ func (b *bench) close() error {
 		}
 	}
 	if b.admin != nil {
-		if b.dbName != "" {
-			if err := dropDatabase(b.admin, b.dbName); err != nil {
-				errs = append(errs, fmt.Errorf("dropping database %s: %w", b.dbName, err))
+		for _, name := range b.databases {
+			if err := dropDatabase(b.admin, name); err != nil {
+				errs = append(errs, fmt.Errorf("dropping database %s: %w", name, err))
 			}
 		}
 		b.admin.Close()
+	}
+	for _, dir := range b.dataDirs {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -387,16 +571,16 @@ func createIntegration(ctx context.Context, serverURL, apiKey string) error {
 	return nil
 }
 
-// measureAll runs the warm-up, then the rounds.
+// measureAll runs the sweep and the warm-up, then the rounds.
 func (b *bench) measureAll(ctx context.Context, rep *report) error {
 	cfg := b.cfg
-	fmt.Fprintf(b.out, "%d rounds of %s per run, the variants of a round taking turns of %s; every request for a random one of %d connections; CPU in µs per request\n",
-		cfg.Rounds, cfg.Duration, cfg.Slice, cfg.Connections)
+	fmt.Fprintf(b.out, "%d rounds of %s per run, the %d variants of a round taking turns of %s; every request for a random one of %d connections; CPU in µs per request\n",
+		cfg.Rounds, cfg.Duration, len(b.targets), cfg.Slice, cfg.Connections)
 	printRunHeader(b.out)
 	top := slices.Max(cfg.Concurrencies)
 	if cfg.Sweep {
-		for _, name := range cfg.Variants {
-			r, err := b.measure(ctx, -1, name, top, 0)
+		for _, t := range b.targets {
+			r, err := b.measure(ctx, -1, t, top, 0)
 			if err != nil {
 				return err
 			}
@@ -404,8 +588,8 @@ func (b *bench) measureAll(ctx context.Context, rep *report) error {
 		}
 	}
 	if cfg.Warmup > 0 {
-		for _, name := range cfg.Variants {
-			r, err := b.measure(ctx, 0, name, top, cfg.Warmup)
+		for _, t := range b.targets {
+			r, err := b.measure(ctx, 0, t, top, cfg.Warmup)
 			if err != nil {
 				return err
 			}
@@ -416,9 +600,7 @@ func (b *bench) measureAll(ctx context.Context, rep *report) error {
 		for _, c := range cfg.Concurrencies {
 			// Each round starts with the next variant, so that none always
 			// follows the same one.
-			k := (round - 1) % len(cfg.Variants)
-			order := append(slices.Clone(cfg.Variants[k:]), cfg.Variants[:k]...)
-			runs, err := b.measureRound(ctx, round, order, c)
+			runs, err := b.measureRound(ctx, round, rotate(b.targets, round-1), c)
 			if err != nil {
 				return err
 			}
@@ -428,20 +610,20 @@ func (b *bench) measureAll(ctx context.Context, rep *report) error {
 	return nil
 }
 
-// measureRound runs each variant of order at concurrency conc for
-// -duration, in turns of -slice (variant after variant, over and over), so
+// measureRound runs each target of order at concurrency conc for
+// -duration, in turns of -slice (target after target, over and over), so
 // that a change in the machine's load during the round falls on all of
-// them; each variant's slices add up to its run.
-func (b *bench) measureRound(ctx context.Context, round int, order []string, conc int) ([]runResult, error) {
+// them; each target's slices add up to its run.
+func (b *bench) measureRound(ctx context.Context, round int, order []target, conc int) ([]runResult, error) {
 	acc := make([]sliceSum, len(order))
 	for left := b.cfg.Duration; left > 0; left -= b.cfg.Slice {
 		d := min(b.cfg.Slice, left)
-		for i, name := range order {
+		for i, t := range order {
 			before, err := b.snapshot(ctx)
 			if err != nil {
 				return nil, err
 			}
-			lr, err := drive(ctx, b.variants[name], conc, b.cfg.Connections, d,
+			lr, err := drive(ctx, t.v, conc, b.cfg.Connections, d,
 				uint64(round)<<48|uint64(conc)<<32|uint64(left/time.Millisecond))
 			if err != nil {
 				return nil, err
@@ -450,13 +632,13 @@ func (b *bench) measureRound(ctx context.Context, round int, order []string, con
 			if err != nil {
 				return nil, err
 			}
-			acc[i].add(lr, before, after)
+			acc[i].add(lr, diff(before, after))
 		}
 	}
 	runs := make([]runResult, len(order))
-	for i, name := range order {
+	for i, t := range order {
 		slices.Sort(acc[i].lr.latencies)
-		r := newRunResult(round, name, conc, acc[i].lr, acc[i].before, acc[i].after)
+		r := newRunResult(round, t, conc, acc[i].lr, acc[i].d)
 		if err := b.finishRun(r, acc[i].lr); err != nil {
 			return nil, err
 		}
@@ -465,19 +647,14 @@ func (b *bench) measureRound(ctx context.Context, round int, order []string, con
 	return runs, nil
 }
 
-// sliceSum adds up the slices of one variant's run: their requests and
-// latencies, and what the snapshots around each slice counted (before
-// holds zeros and after the sums, as newRunResult expects).
+// sliceSum adds up the slices of one target's run: their requests and
+// latencies, and what the snapshots around each slice counted.
 type sliceSum struct {
-	lr            loadResult
-	before, after snapshot
+	lr loadResult
+	d  delta
 }
 
-func (s *sliceSum) add(lr loadResult, before, after snapshot) {
-	if s.after.cpu == nil {
-		s.before = snapshot{cpu: map[string]time.Duration{}}
-		s.after = snapshot{cpu: map[string]time.Duration{}}
-	}
+func (s *sliceSum) add(lr loadResult, d delta) {
 	s.lr.latencies = append(s.lr.latencies, lr.latencies...)
 	s.lr.requests += lr.requests
 	s.lr.errors += lr.errors
@@ -487,29 +664,23 @@ func (s *sliceSum) add(lr loadResult, before, after snapshot) {
 	if room := 5 - len(s.lr.samples); room > 0 {
 		s.lr.samples = append(s.lr.samples, lr.samples[:min(room, len(lr.samples))]...)
 	}
-	for k, v := range after.cpu {
-		s.after.cpu[k] += v - before.cpu[k]
-	}
-	if before.pg.Sessions < 0 || after.pg.Sessions < 0 || s.after.pg.Sessions < 0 {
-		s.before.pg.Sessions, s.after.pg.Sessions = -1, -1
-	} else {
-		s.after.pg.Sessions += after.pg.Sessions - before.pg.Sessions
-	}
-	s.after.pg.Backends = after.pg.Backends
-	s.after.upstream.Conns += after.upstream.Conns - before.upstream.Conns
-	s.after.upstream.Requests += after.upstream.Requests - before.upstream.Requests
+	s.d.add(d)
 }
 
 // snapshot is what is read before and after a run.
 type snapshot struct {
-	cpu      map[string]time.Duration
+	cpu      map[string]time.Duration // by process: the servers' labels, upstream, bare, client
 	pg       pgStats
 	upstream helperStats
 }
 
 func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
 	s := snapshot{cpu: map[string]time.Duration{}}
-	for name, p := range map[string]*proc{"server": b.server, "upstream": b.upstream, "bare": b.bare} {
+	procs := map[string]*proc{"upstream": b.upstream, "bare": b.bare}
+	for _, inst := range b.instances {
+		procs[inst.Label] = inst.server
+	}
+	for name, p := range procs {
 		if p.exited() {
 			return s, fmt.Errorf("the %s process exited (%v):\n%s", name, p.waitErr, p.logTail())
 		}
@@ -524,8 +695,11 @@ func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
 		return s, err
 	}
 	s.cpu["client"] = d
-	if s.pg, err = readPGStats(ctx, b.admin, b.dbName); err != nil {
-		return s, err
+	s.pg = pgStats{Sessions: -1}
+	if names := b.pgDatabases(); len(names) > 0 {
+		if s.pg, err = readPGStats(ctx, b.admin, names); err != nil {
+			return s, err
+		}
 	}
 	if s.upstream, err = b.upstream.stats(); err != nil {
 		return s, err
@@ -533,15 +707,26 @@ func (b *bench) snapshot(ctx context.Context) (snapshot, error) {
 	return s, nil
 }
 
-// measure runs one variant at one concurrency for d (round 0 is the
-// warm-up), prints its line and fails on any error or unexpected answer.
-func (b *bench) measure(ctx context.Context, round int, name string, conc int, d time.Duration) (runResult, error) {
-	v := b.variants[name]
+// pgDatabases are the databases of the servers measured on Postgres.
+func (b *bench) pgDatabases() []string {
+	var names []string
+	for _, inst := range b.instances {
+		if inst.Store == storePostgres {
+			names = append(names, inst.dbName)
+		}
+	}
+	return names
+}
+
+// measure runs one target at one concurrency for d (round 0 is the
+// warm-up, d 0 the sweep), prints its line and fails on any error or
+// unexpected answer.
+func (b *bench) measure(ctx context.Context, round int, t target, conc int, d time.Duration) (runResult, error) {
 	before, err := b.snapshot(ctx)
 	if err != nil {
 		return runResult{}, err
 	}
-	lr, err := drive(ctx, v, conc, b.cfg.Connections, d, uint64(round)<<32|uint64(conc))
+	lr, err := drive(ctx, t.v, conc, b.cfg.Connections, d, uint64(round)<<32|uint64(conc))
 	if err != nil {
 		return runResult{}, err
 	}
@@ -549,7 +734,7 @@ func (b *bench) measure(ctx context.Context, round int, name string, conc int, d
 	if err != nil {
 		return runResult{}, err
 	}
-	r := newRunResult(round, name, conc, lr, before, after)
+	r := newRunResult(round, t, conc, lr, diff(before, after))
 	return r, b.finishRun(r, lr)
 }
 
@@ -560,25 +745,34 @@ func (b *bench) finishRun(r runResult, lr loadResult) error {
 		b.cfg.afterRun(r)
 	}
 	if lr.errors > 0 || lr.bad > 0 {
-		return fmt.Errorf("%s at c=%d: %d requests failed and %d got an unexpected answer (of %d); first: %s\nserver log:\n%s",
-			r.Variant, r.Concurrency, lr.errors, lr.bad, lr.requests+lr.errors+lr.bad, strings.Join(lr.samples, "; "), b.server.logTail())
+		log := ""
+		for _, inst := range b.instances {
+			if inst.Label == r.Server {
+				log = "\nserver log:\n" + inst.server.logTail()
+			}
+		}
+		return fmt.Errorf("%s at c=%d: %d requests failed and %d got an unexpected answer (of %d); first: %s%s",
+			r.name(), r.Concurrency, lr.errors, lr.bad, lr.requests+lr.errors+lr.bad, strings.Join(lr.samples, "; "), log)
 	}
 	if lr.requests == 0 {
-		return fmt.Errorf("%s at c=%d: no request completed in %.1fs", r.Variant, r.Concurrency, r.Seconds)
+		return fmt.Errorf("%s at c=%d: no request completed in %.1fs", r.name(), r.Concurrency, r.Seconds)
 	}
 	return nil
 }
 
-// serverWarnings returns the server's log lines at level WARN or ERROR.
-func serverWarnings(path string) []string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
+// serverWarnings returns the lines at level WARN or ERROR of the server
+// logs at paths, each after its file's name.
+func serverWarnings(paths ...string) []string {
 	var out []string
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		if bytes.Contains(l, []byte("level=WARN")) || bytes.Contains(l, []byte("level=ERROR")) {
-			out = append(out, string(l))
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if bytes.Contains(l, []byte("level=WARN")) || bytes.Contains(l, []byte("level=ERROR")) {
+				out = append(out, filepath.Base(path)+": "+string(l))
+			}
 		}
 	}
 	return out

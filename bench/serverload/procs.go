@@ -248,9 +248,9 @@ func freePort() (string, error) {
 	return port, err
 }
 
-// waitHealthy polls the server's /health until it answers 200 or the
-// server exits.
-func waitHealthy(ctx context.Context, p *proc, base string, within time.Duration) error {
+// waitHealthy polls the server's /health every poll until it answers 200
+// or the server exits.
+func waitHealthy(ctx context.Context, p *proc, base string, within, poll time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(within)
 	var last string
@@ -279,7 +279,7 @@ func waitHealthy(ctx context.Context, p *proc, base string, within time.Duration
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
 }

@@ -110,3 +110,74 @@ func ms(d time.Duration) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 }
+
+// memStats are the memory figures of a process, in KiB, from
+// /proc/<pid>/status.
+type memStats struct {
+	// RSSKiB is VmRSS, the resident memory.
+	RSSKiB int64 `json:"vm_rss_kib"`
+	// HWMKiB is VmHWM, the most resident memory since the process started.
+	HWMKiB int64 `json:"vm_hwm_kib"`
+	// AnonKiB is RssAnon, the resident memory that is the process's own
+	// (not a file's pages or shared memory).
+	AnonKiB int64 `json:"rss_anon_kib"`
+}
+
+// parseProcStatus reads the memory figures of the contents of a
+// /proc/<pid>/status (proc(5): lines such as "VmRSS:\t  123456 kB").
+func parseProcStatus(b []byte) (memStats, error) {
+	var m memStats
+	found := 0
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch string(name) {
+		case "VmRSS":
+			dst = &m.RSSKiB
+		case "VmHWM":
+			dst = &m.HWMKiB
+		case "RssAnon":
+			dst = &m.AnonKiB
+		default:
+			continue
+		}
+		f := bytes.Fields(value)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return m, fmt.Errorf("%s: %q is not a number of kB", name, value)
+		}
+		n, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", name, err)
+		}
+		*dst = n
+		found++
+	}
+	if found != 3 {
+		return m, errors.New("no VmRSS, VmHWM and RssAnon lines")
+	}
+	return m, nil
+}
+
+// procMemory returns the memory figures of a process.
+func procMemory(pid int) (memStats, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return memStats{}, err
+	}
+	m, err := parseProcStatus(b)
+	if err != nil {
+		return m, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	return m, nil
+}
+
+// mib formats KiB as MiB.
+func mib(kib int64) string {
+	if kib < 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(kib)/1024, 'f', 1, 64)
+}

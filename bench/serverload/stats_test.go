@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -116,6 +117,27 @@ func FuzzParseProcStat(f *testing.F) {
 	})
 }
 
+func TestParseProcStatus(t *testing.T) {
+	t.Parallel()
+	m, err := parseProcStatus([]byte("Name:\tconnect-server\nVmPeak:\t 1300000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t   70123 kB\n" +
+		"RssAnon:\t   60000 kB\nRssFile:\t   10123 kB\nThreads:\t9\n"))
+	if err != nil || m != (memStats{RSSKiB: 70123, HWMKiB: 81234, AnonKiB: 60000}) {
+		t.Errorf("parseProcStatus = %+v, %v", m, err)
+	}
+	for _, bad := range []string{"VmRSS:\t1 kB\nVmHWM:\t2 kB\n", "VmRSS:\t1 kB\nVmHWM:\t2 kB\nRssAnon:\tx kB\n", "VmRSS:\t1 MB\nVmHWM:\t2 kB\nRssAnon:\t1 kB\n"} {
+		if _, err := parseProcStatus([]byte(bad)); err == nil {
+			t.Errorf("parseProcStatus(%q) succeeded", bad)
+		}
+	}
+	m, err = procMemory(os.Getpid())
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	if m.RSSKiB <= 0 || m.HWMKiB < m.RSSKiB || m.AnonKiB <= 0 {
+		t.Errorf("this process's memory: %+v", m)
+	}
+}
+
 func TestParseFlags(t *testing.T) {
 	t.Parallel()
 	cfg, err := parseFlags(nil, env("postgres://postgres@127.0.0.1:5432/test"))
@@ -123,8 +145,17 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Connections != 1000 || cfg.Duration != 10*time.Second || cfg.Slice != time.Second || cfg.Rounds != 3 ||
-		!equal(cfg.Concurrencies, []int{1, 64}) || !equal(cfg.Variants, []string{"get", "proxy", "bare"}) || cfg.RateLimit != -1 {
+		!equal(cfg.Concurrencies, []int{1, 64}) || !equal(cfg.Variants, []string{"get", "proxy", "bare"}) || cfg.RateLimit != -1 ||
+		!equal(cfg.Stores, []string{"sqlite", "postgres"}) || cfg.GoMaxProcs != nil || cfg.ColdStarts != 3 || cfg.DataDir != os.TempDir() {
 		t.Errorf("defaults: %+v", cfg)
+	}
+	// SQLite alone needs no Postgres.
+	cfg, err = parseFlags([]string{"-stores", "sqlite", "-gomaxprocs", "1, 2", "-cold-starts", "0", "-data-dir", "/var/tmp"}, env(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(cfg.Stores, []string{"sqlite"}) || !equal(cfg.GoMaxProcs, []int{1, 2}) || cfg.ColdStarts != 0 || cfg.DataDir != "/var/tmp" || cfg.AdminURL != "" {
+		t.Errorf("-stores sqlite: %+v", cfg)
 	}
 	cfg, err = parseFlags([]string{"-db", "postgres://h/db", "-n", "5", "-c", "2, 8", "-variants", "bare,direct", "-rate-limit", "100000",
 		"-duration", "3s", "-slice", "5s"}, env("postgres://other/db"))
@@ -150,6 +181,14 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-slice", "0s"}, "postgres://h/db", "-slice"},
 		{[]string{"-n", "0"}, "postgres://h/db", "-n"},
 		{[]string{"extra"}, "postgres://h/db", "unexpected arguments"},
+		{[]string{"-stores", "postgres"}, "", "no database"},
+		{[]string{"-stores", "sqlite,mysql"}, "postgres://h/db", "unknown store"},
+		{[]string{"-stores", "sqlite,sqlite"}, "postgres://h/db", "twice"},
+		{[]string{"-stores", ""}, "postgres://h/db", "no store"},
+		{[]string{"-gomaxprocs", "0"}, "postgres://h/db", "-gomaxprocs"},
+		{[]string{"-gomaxprocs", "2,2"}, "postgres://h/db", "twice"},
+		{[]string{"-cold-starts", "-1"}, "postgres://h/db", "-cold-starts"},
+		{[]string{"-data-dir", ""}, "postgres://h/db", "-data-dir"},
 	} {
 		_, err := parseFlags(tc.args, env(tc.db))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -303,8 +342,12 @@ func (r *recorder) Write(b []byte) (int, error) {
 func TestSummarize(t *testing.T) {
 	t.Parallel()
 	run := func(round int, v string, c int, rps, p99 float64, sessions int64) runResult {
-		return runResult{Round: round, Variant: v, Concurrency: c, ReqPerSec: rps, P99Ms: p99, P50Ms: p99 / 10,
+		r := runResult{Round: round, Variant: v, Concurrency: c, ReqPerSec: rps, P99Ms: p99, P50Ms: p99 / 10,
 			PGNewSessions: sessions, CPUPerReqUs: map[string]float64{"server": rps / 100}}
+		if v != "bare" {
+			r.Server, r.Store = "postgres", "postgres"
+		}
+		return r
 	}
 	rep := &report{Config: config{Concurrencies: []int{1, 64}, Variants: []string{"get", "proxy", "bare"}, Rounds: 3}}
 	// Out of order, as a reader of JSON might build it; the ratios pair
@@ -350,6 +393,74 @@ func TestSummarize(t *testing.T) {
 	var out bytes.Buffer
 	rep.print(&out)
 	for _, want := range []string{"c=64: proxy/bare throughput 0.90 [0.80–1.00], proxy p99 / bare p99 2.00 [1.00–4.00]", "item 3", "NOT met"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// The summary compares the stores round by round, and each store's
+// servers of different GOMAXPROCS values.
+func TestSummarizeStores(t *testing.T) {
+	t.Parallel()
+	run := func(round int, store string, procs int, v string, rps, p99 float64) runResult {
+		r := runResult{Round: round, Variant: v, Concurrency: 64, ReqPerSec: rps, P99Ms: p99, P50Ms: p99 / 10,
+			CPUPerReqUs: map[string]float64{"server": 1}, PGNewSessions: -1}
+		if store != "" {
+			r.Server, r.Store, r.GoMaxProcs = fmt.Sprintf("%s-p%d", store, procs), store, procs
+		}
+		return r
+	}
+	rep := &report{Config: config{Concurrencies: []int{64}, Variants: []string{"get", "proxy", "bare"}, Rounds: 2,
+		Stores: []string{"sqlite", "postgres"}, GoMaxProcs: []int{1, 2}, Connections: 100}}
+	for round := 1; round <= 2; round++ {
+		f := float64(round)
+		rep.Runs = append(rep.Runs,
+			run(round, "sqlite", 1, "get", 500*f, 4), run(round, "sqlite", 2, "get", 900*f, 2),
+			run(round, "postgres", 1, "get", 1000*f, 2), run(round, "postgres", 2, "get", 1000*f, 1),
+			run(round, "sqlite", 1, "proxy", 1000, 1), run(round, "sqlite", 2, "proxy", 1000, 1),
+			run(round, "postgres", 1, "proxy", 1000, 1), run(round, "postgres", 2, "proxy", 1000*f, 1),
+			run(round, "", 0, "bare", 1000, 1))
+	}
+	rep.Seeds = []seedReport{{Store: "sqlite", Connections: 100, PerSecond: 400}, {Store: "postgres", Connections: 100, PerSecond: 1000}}
+	rep.ColdStarts = []coldStartReport{{Store: "sqlite", EmptyMs: []float64{30, 10, 20}, WithDataMs: []float64{5}}}
+	rep.Instances = []instanceReport{{Label: "sqlite-p1", Idle: memStats{RSSKiB: 2048, HWMKiB: 4096}, AfterLoad: memStats{RSSKiB: 3072, HWMKiB: 5120}, PGSessions: -1}}
+	rep.summarize()
+
+	var ratios []string
+	for _, s := range rep.Stores {
+		ratios = append(ratios, fmt.Sprintf("p%d %s %.2f-%.2f", s.GoMaxProcs, s.Variant, s.Throughput.Min, s.Throughput.Max))
+	}
+	if want := []string{"p1 get 0.50-0.50", "p1 proxy 1.00-1.00", "p2 get 0.90-0.90", "p2 proxy 0.50-1.00"}; !equal(ratios, want) {
+		t.Errorf("store ratios %q, want %q", ratios, want)
+	}
+	var scaling []string
+	for _, s := range rep.Scaling {
+		scaling = append(scaling, fmt.Sprintf("%s %s %.0f %.0f %.2f", s.Store, s.Variant, s.ReqPerSec[0].Value.Median, s.ReqPerSec[1].Value.Median, s.Ratios[0].Value.Median))
+	}
+	if want := []string{"sqlite get 750 1350 1.80", "sqlite proxy 1000 1000 1.00", "postgres get 1500 1500 1.00", "postgres proxy 1000 1500 1.50"}; !equal(scaling, want) {
+		t.Errorf("scaling %q, want %q", scaling, want)
+	}
+	var goals []string
+	for _, g := range rep.Goals {
+		if g.Issue == 26 {
+			goals = append(goals, fmt.Sprintf("%s %v", g.Server, g.Met))
+		}
+	}
+	// get and proxy of each GOMAXPROCS value, then the import (0.4).
+	if want := []string{"sqlite-p1 false", "sqlite-p1 true", "sqlite-p2 true", "sqlite-p2 false", " false"}; !equal(goals, want) {
+		t.Errorf("issue 26 goals %q, want %q", goals, want)
+	}
+	var out bytes.Buffer
+	rep.print(&out)
+	for _, want := range []string{
+		"GOMAXPROCS=1 c=64 get   req/s 0.50 [0.50–0.50], p99 2.00 [2.00–2.00]",
+		"sqlite   get   c=64  1: 750 [500–1000]; 2: 1350 [900–1800]; 2/1 1.80 [1.80–1.80]",
+		"sqlite 100 in 0.0 s, 400/s",
+		"sqlite empty 20.0 [10.0–30.0], with 100 connections 5.00 [5.00–5.00]",
+		"sqlite-p1   idle 2.0 / 4.0, after the load 3.0 / 5.0",
+		"issue 26 item 4, bulk import of 100 connections on SQLite at least half as fast as on Postgres: NOT met (400/s against 1000/s, ratio 0.40)",
+	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out.String())
 		}
