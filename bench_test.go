@@ -25,7 +25,9 @@ import (
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/pgtest"
 	"github.com/embedauth/connect/internal/secret"
+	"github.com/embedauth/connect/jobs"
 	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
 // benchConnections is how many connections BenchmarkGetConnection seeds; each
@@ -81,7 +83,13 @@ const benchGetQuery = "&force_refresh=false&refresh_token=false&refresh_github_a
 //	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		go test -run '^$' -bench BenchmarkGetConnection -benchtime 3000x -count 3 .
 func BenchmarkGetConnection(b *testing.B) {
-	f := newGetConnectionBench(b)
+	for _, store := range benchStores {
+		b.Run(store, func(b *testing.B) { benchGetConnection(b, store) })
+	}
+}
+
+func benchGetConnection(b *testing.B, store string) {
+	f := newGetConnectionBench(b, store)
 	serial := func(op func(b *testing.B, i int)) func(b *testing.B) {
 		return func(b *testing.B) {
 			ids := f.ids(b.N)
@@ -122,10 +130,10 @@ func BenchmarkGetConnection(b *testing.B) {
 		b.ReportMetric(floorNs, "http-floor-ns/op")
 		b.ReportMetric(apiHTTPNs/floorNs, "http-ratio")
 		if b.N >= block { // not the N=1 probe run
-			fmt.Printf("GET /connections/{id}: api %.1f µs/op, baseline %.1f µs/op, ratio %.2f (goal <= 1.5; N=%d)\n",
-				apiNs/1e3, baseNs/1e3, apiNs/baseNs, b.N)
-			fmt.Printf("over loopback TCP: api %.1f µs/op, baseline behind a bare net/http handler %.1f µs/op, ratio %.2f\n",
-				apiHTTPNs/1e3, floorNs/1e3, apiHTTPNs/floorNs)
+			fmt.Printf("%s: GET /connections/{id}: api %.1f µs/op, baseline %.1f µs/op, ratio %.2f (goal <= 1.5; N=%d)\n",
+				store, apiNs/1e3, baseNs/1e3, apiNs/baseNs, b.N)
+			fmt.Printf("%s: over loopback TCP: api %.1f µs/op, baseline behind a bare net/http handler %.1f µs/op, ratio %.2f\n",
+				store, apiHTTPNs/1e3, floorNs/1e3, apiHTTPNs/floorNs)
 		}
 	})
 }
@@ -135,6 +143,7 @@ type getConnectionBench struct {
 	envID   int64
 	keyring *secret.Keyring
 	stmt    *sql.Stmt // the baseline's prepared SELECT
+	lite    bool      // the Store is SQLite's (its row's column types)
 	client  *http.Client
 	apiURL  string // httptest server on svc.Handler()
 	httpURL string // httptest server on the baseline_http handler
@@ -147,11 +156,34 @@ type getConnectionBench struct {
 	tokenJSON [][]byte
 }
 
-func newGetConnectionBench(b *testing.B) *getConnectionBench {
+func newGetConnectionBench(b *testing.B, kind string) *getConnectionBench {
 	b.Helper()
 	ctx := context.Background()
-	db, schema := pgtest.Schema(b)
-	st, sched := openBenchPostgres(b, db, schema, postgres.SchedulerConfig{})
+	var (
+		st    connect.Store
+		sched jobs.Scheduler
+		db    *sql.DB
+		query string // the baseline's SELECT: every column of the row, as the Store reads it
+	)
+	switch kind {
+	case "sqlite":
+		lite, ls := openBenchSQLite(b, sqlite.SchedulerConfig{})
+		st, sched, db = lite, ls, lite.DB()
+		query = `SELECT id, environment_id, integration_key, connection_id, provider,
+			connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
+			credentials_expires_at, errors, last_fetched_at, last_refresh_failure, refresh_attempts,
+			version, created_at, updated_at
+			FROM connections WHERE environment_id = ? AND integration_key = ? AND connection_id = ?`
+	default:
+		var schema string
+		db, schema = pgtest.Schema(b)
+		st, sched = openBenchPostgres(b, db, schema, postgres.SchedulerConfig{})
+		query = `SELECT id, environment_id, integration_key, connection_id, provider,
+			connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
+			credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at
+			FROM ` + pq.QuoteIdentifier(schema) + `.connections
+			WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`
+	}
 	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
 		RateLimitRequests: -1, Scheduler: sched})
 	if err != nil {
@@ -175,18 +207,13 @@ func newGetConnectionBench(b *testing.B) *getConnectionBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Every column of the row, as the Store reads it.
-	stmt, err := db.PrepareContext(ctx, `SELECT id, environment_id, integration_key, connection_id, provider,
-		connection_config, metadata, tags, webhook_url_override, auth_mode, sealed_credentials,
-		credentials_expires_at, errors, last_fetched_at, version, created_at, updated_at
-		FROM `+pq.QuoteIdentifier(schema)+`.connections
-		WHERE environment_id = $1 AND integration_key = $2 AND connection_id = $3`)
+	stmt, err := db.PrepareContext(ctx, query)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { stmt.Close() })
 
-	f := &getConnectionBench{envID: env.ID, keyring: keyring, stmt: stmt, auth: "Bearer " + key, handler: svc.Handler()}
+	f := &getConnectionBench{envID: env.ID, keyring: keyring, stmt: stmt, lite: kind == "sqlite", auth: "Bearer " + key, handler: svc.Handler()}
 	for i := range benchConnections {
 		r := httptest.NewRequest(http.MethodGet, "/connections/"+url.PathEscape(benchConnectionID(i))+"?provider_config_key=gh"+benchGetQuery, nil)
 		r.Header.Set("Authorization", f.auth)
@@ -285,10 +312,29 @@ type benchRow struct {
 func (f *getConnectionBench) lookup(ctx context.Context, integrationKey, connectionID string) (*benchRow, error) {
 	r := &benchRow{}
 	c := &r.c
-	err := f.stmt.QueryRowContext(ctx, f.envID, integrationKey, connectionID).Scan(&c.ID, &c.EnvironmentID,
-		&c.IntegrationKey, &c.ConnectionID, &c.Provider, &r.cfg, &r.md, &r.tags, &c.WebhookURLOverride,
-		&c.AuthMode, &c.SealedCredentials, &c.CredentialsExpiresAt, &r.errs, &c.LastFetchedAt, &c.Version,
-		&c.CreatedAt, &c.UpdatedAt)
+	row := f.stmt.QueryRowContext(ctx, f.envID, integrationKey, connectionID)
+	var err error
+	if f.lite { // times are microseconds since the epoch
+		var expires, fetched, failure sql.NullInt64
+		var created, updated int64
+		err = row.Scan(&c.ID, &c.EnvironmentID, &c.IntegrationKey, &c.ConnectionID, &c.Provider,
+			&r.cfg, &r.md, &r.tags, &c.WebhookURLOverride, &c.AuthMode, &c.SealedCredentials,
+			&expires, &r.errs, &fetched, &failure, &c.RefreshAttempts, &c.Version, &created, &updated)
+		micros := func(v sql.NullInt64) *time.Time {
+			if !v.Valid {
+				return nil
+			}
+			t := time.UnixMicro(v.Int64).UTC()
+			return &t
+		}
+		c.CredentialsExpiresAt, c.LastFetchedAt, c.LastRefreshFailure = micros(expires), micros(fetched), micros(failure)
+		c.CreatedAt, c.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	} else {
+		err = row.Scan(&c.ID, &c.EnvironmentID,
+			&c.IntegrationKey, &c.ConnectionID, &c.Provider, &r.cfg, &r.md, &r.tags, &c.WebhookURLOverride,
+			&c.AuthMode, &c.SealedCredentials, &c.CredentialsExpiresAt, &r.errs, &c.LastFetchedAt, &c.Version,
+			&c.CreatedAt, &c.UpdatedAt)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -296,13 +296,14 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		}
 		var opts GetOptions
 		var withRefresh bool
-		if opts.ForceRefresh, err = httpapi.QueryBool(r, "force_refresh"); err != nil {
+		q := r.URL.Query()
+		if opts.ForceRefresh, err = httpapi.BoolParam(q, "force_refresh"); err != nil {
 			return err
 		}
-		if withRefresh, err = httpapi.QueryBool(r, "refresh_token"); err != nil {
+		if withRefresh, err = httpapi.BoolParam(q, "refresh_token"); err != nil {
 			return err
 		}
-		if opts.RefreshGitHubAppJWT, err = httpapi.QueryBool(r, "refresh_github_app_jwt_token"); err != nil {
+		if opts.RefreshGitHubAppJWT, err = httpapi.BoolParam(q, "refresh_github_app_jwt_token"); err != nil {
 			return err
 		}
 		withCreds := p.Allows(environments.ScopeConnectionsReadCredentials)

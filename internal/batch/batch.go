@@ -24,17 +24,20 @@ type Config[K comparable, V any] struct {
 	// Run reads the values of keys, which are distinct, in one go. It
 	// returns one Result per key, in the order of keys (a missing value is
 	// a Result with an error, not a shorter slice), or an error that
-	// every call of the batch receives. It runs in a goroutine of its own
-	// with a context that carries the values of the context of the call
-	// that started it, ends when every call of the batch has given up, and
-	// at the latest after Timeout.
+	// every call of the batch receives. A call that finds no call waiting
+	// and a worker slot free runs its key alone in its own goroutine, on
+	// its own context, which alone bounds it. Other batches run in a
+	// goroutine of their own with a context that carries the values of the
+	// context of the call that started the worker, ends when every call of
+	// the batch has given up, and at the latest after Timeout.
 	Run func(ctx context.Context, keys []K) ([]Result[V], error)
 	// MaxBatch caps the keys of one Run. Default DefaultMaxBatch.
 	MaxBatch int
 	// MaxInFlight caps the Runs at the same time; calls that come while
 	// that many run wait for the next batch. Default DefaultMaxInFlight.
 	MaxInFlight int
-	// Timeout bounds each Run. Default DefaultTimeout.
+	// Timeout bounds each Run of a worker (not a call's run alone, see
+	// Run). Default DefaultTimeout.
 	Timeout time.Duration
 }
 
@@ -92,8 +95,16 @@ func New[K comparable, V any](cfg Config[K, V]) *Batcher[K, V] {
 // returns ctx's error at once; its batch goes on for the others, and is
 // cancelled when none is left.
 func (b *Batcher[K, V]) Do(ctx context.Context, k K) (V, error) {
-	c := &call[K, V]{key: k, done: make(chan struct{})}
 	b.mu.Lock()
+	if len(b.pending) == 0 && b.running < b.cfg.MaxInFlight {
+		// Alone: the call reads k itself, sparing two goroutine handoffs
+		// (a worker to start, a caller to wake), which cost more than the
+		// read on a busy machine.
+		b.running++
+		b.mu.Unlock()
+		return b.alone(ctx, k)
+	}
+	c := &call[K, V]{key: k, done: make(chan struct{})}
 	b.pending = append(b.pending, c)
 	start := b.running < b.cfg.MaxInFlight
 	if start {
@@ -111,6 +122,33 @@ func (b *Batcher[K, V]) Do(ctx context.Context, k K) (V, error) {
 		var zero V
 		return zero, ctx.Err()
 	}
+}
+
+// alone reads k in the caller's goroutine, as a batch of one that holds a
+// worker slot, on ctx: its end cancels the read, which no other call
+// shares. (No Timeout is added: a context that cannot end spares
+// database/sql a goroutine per query.) Calls that queued meanwhile get the
+// slot's worker.
+func (b *Batcher[K, V]) alone(ctx context.Context, k K) (V, error) {
+	results, err := b.safeRun(ctx, []K{k})
+	b.mu.Lock()
+	if len(b.pending) > 0 {
+		b.mu.Unlock()
+		go b.work(context.WithoutCancel(ctx))
+	} else {
+		b.running--
+		b.mu.Unlock()
+	}
+	var zero V
+	switch {
+	case ctx.Err() != nil:
+		return zero, ctx.Err()
+	case err != nil:
+		return zero, err
+	case len(results) != 1:
+		return zero, fmt.Errorf("batch: Run returned %d results for 1 key", len(results))
+	}
+	return results[0].V, results[0].Err
 }
 
 // leave takes back a call that gave up: out of the queue when no batch

@@ -74,6 +74,35 @@ func TestAloneRunsAtOnce(t *testing.T) {
 	}
 }
 
+// A call alone reads on its own context: its values, and no cancellation
+// added (a context that cannot end spares database/sql a goroutine per
+// query); a cancellable caller's cancellation reaches the Run.
+func TestAloneRunsOnTheCallersContext(t *testing.T) {
+	type key struct{}
+	var got []context.Context
+	b := batch.New(batch.Config[string, string]{Run: func(ctx context.Context, keys []string) ([]batch.Result[string], error) {
+		got = append(got, ctx)
+		return make([]batch.Result[string], len(keys)), nil
+	}})
+	plain := context.WithValue(context.Background(), key{}, "v")
+	cancellable, cancel := context.WithCancel(plain)
+	defer cancel()
+	for _, ctx := range []context.Context{plain, cancellable} {
+		if _, err := b.Do(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || got[0].Value(key{}) != "v" || got[0].Done() != nil {
+		t.Fatalf("Run of a lone call on a context that cannot end got %v; want its value and no Done", got)
+	}
+	cancel()
+	select {
+	case <-got[1].Done():
+	default:
+		t.Fatal("Run of a lone call: the caller's cancellation does not reach it")
+	}
+}
+
 // doAll calls Do for each of keys, each in a goroutine of its own, and
 // returns the channel of their values (or "key: error").
 func doAll(b *batch.Batcher[string, string], ctx context.Context, keys []string) chan string {

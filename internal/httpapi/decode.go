@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -201,7 +202,13 @@ func jsonType(kind string) string {
 // and "false" are accepted (case-insensitively, also 1 and 0), anything else
 // is invalid_query_params.
 func QueryBool(r *http.Request, name string) (bool, error) {
-	v := r.URL.Query().Get(name)
+	return BoolParam(r.URL.Query(), name)
+}
+
+// BoolParam is QueryBool on a query already parsed: a handler that reads
+// several parameters parses the query once.
+func BoolParam(q url.Values, name string) (bool, error) {
+	v := q.Get(name)
 	if v == "" {
 		return false, nil
 	}

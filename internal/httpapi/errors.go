@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/embedauth/connect/store"
 )
@@ -136,16 +138,32 @@ func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, sty
 
 // WriteJSON writes v as JSON with the status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	// Encode writes what Marshal does, and the newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"server_error","message":"An internal error occurred."}}`)
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"server_error","message":"An internal error occurred."}}` + "\n")
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(buf.Bytes())
+}
+
+// jsonBuffers are WriteJSON's buffers.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putJSONBuffer returns buf to jsonBuffers, unless a large body grew it:
+// the pool keeps small buffers only.
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > 64<<10 {
+		return
+	}
+	buf.Reset()
+	jsonBuffers.Put(buf)
 }
 
 type retryAfterError struct {
