@@ -17,21 +17,6 @@ import (
 // The cases every ChangeFeed shares are in store/storetest's ChangeFeed
 // group (TestConformance); here are those of several Stores on one file.
 
-// openPath opens a Store on path, closed when the test ends.
-func openPath(t *testing.T, path string) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return s
-}
-
 // twoStores returns two Stores on one new file, as two processes have,
 // with the fixture of coreFixture made through the first.
 func twoStores(t *testing.T) (a, b *sqlite.Store, env int64) {
