@@ -232,11 +232,12 @@ type Config struct {
 	// cache.
 	//
 	// A started Service whose Store has a change feed (store.ChangeFeed:
-	// store/postgres has one) follows it instead and reuses connections
-	// for up to ProxyCacheMaxAge: a change made through any instance then
-	// drops the cached copies within about ChangePollInterval. ProxyCacheTTL
-	// applies again while the Service is stopped and whenever the feed
-	// cannot be read for longer than ProxyCacheTTL.
+	// store/postgres and store/sqlite have one) follows it instead and
+	// reuses connections for up to ProxyCacheMaxAge: a change made through
+	// any instance then drops the cached copies within about
+	// ChangePollInterval. ProxyCacheTTL applies again while the Service is
+	// stopped and whenever the feed cannot be read for longer than
+	// ProxyCacheTTL.
 	ProxyCacheTTL time.Duration
 	// ProxyCacheMaxAge is how long the proxy reuses a connection while the
 	// Service follows the Store's change feed (see ProxyCacheTTL). A token

@@ -57,6 +57,9 @@ const importBenchSingleClients = 8
 //     loopback HTTP to httptest.NewServer(svc.Handler()): API key,
 //     decoding, validation, sealing, the Store's write and the operations
 //     log entries in one transaction, the JSON answer.
+//   - replace: the same POST of the round's bulk connections again, with
+//     new tokens: every connection exists, so each is updated (its
+//     credentials replaced), as a re-import of existing connections does.
 //   - baseline_x2, bulk_x2: the same, two clients at once (2,000
 //     connections).
 //   - single: the way before bulk imports, one POST /connections per
@@ -76,7 +79,7 @@ const importBenchSingleClients = 8
 //	TEST_DATABASE_URL='postgres://postgres@127.0.0.1:5432/test?sslmode=disable' \
 //		go test -run '^$' -bench BenchmarkImport -benchtime 10x .
 func BenchmarkImport(b *testing.B) {
-	benchEachStore(b, "import of new connections", benchmarkImport, "bulk-conn/s", "bulk-x2-conn/s", "single-conn/s", "baseline-conn/s")
+	benchEachStore(b, "import of new connections", benchmarkImport, "bulk-conn/s", "replace-conn/s", "bulk-x2-conn/s", "single-conn/s", "baseline-conn/s")
 }
 
 // benchmarkImport is BenchmarkImport on one store; it records its rates
@@ -104,6 +107,7 @@ func benchmarkImport(b *testing.B, store string, figs storeFigures) {
 	vs := []*variant{
 		{name: "baseline raw batched insert", n: importBenchBatch, prepare: func(r int) func() { return f.baseline(b, "base", r) }},
 		{name: "bulk POST /connections", n: importBenchBatch, prepare: func(r int) func() { return f.bulk(b, "bulk", r) }},
+		{name: "bulk re-import of those (replace)", n: importBenchBatch, prepare: func(r int) func() { return f.replace(b, "bulk", r) }},
 		{name: "baseline, 2 clients", n: 2 * importBenchBatch, prepare: func(r int) func() {
 			return both(f.baseline(b, "base2a", r), f.baseline(b, "base2b", r))
 		}},
@@ -138,11 +142,12 @@ func benchmarkImport(b *testing.B, store string, figs storeFigures) {
 	b.StopTimer()
 	rate := func(v *variant) float64 { return float64(v.count) / v.spent.Seconds() }
 	per := func(d time.Duration, v *variant) float64 { return float64(d.Microseconds()) / float64(v.count) }
-	base, bulk, base2, bulk2, single := vs[0], vs[1], vs[2], vs[3], vs[4]
+	base, bulk, replace, base2, bulk2, single := vs[0], vs[1], vs[2], vs[3], vs[4], vs[5]
 	ratio, ratio2 := rate(bulk)/rate(base), rate(bulk2)/rate(base2)
 	speedup := max(rate(bulk), rate(bulk2)) / rate(single)
 	b.ReportMetric(rate(bulk), "bulk-conn/s")
 	b.ReportMetric(rate(base), "baseline-conn/s")
+	b.ReportMetric(rate(replace), "replace-conn/s")
 	b.ReportMetric(rate(bulk2), "bulk-x2-conn/s")
 	b.ReportMetric(rate(single), "single-conn/s")
 	b.ReportMetric(ratio, "ratio")
@@ -151,10 +156,11 @@ func benchmarkImport(b *testing.B, store string, figs storeFigures) {
 	for _, v := range []struct {
 		name string
 		v    *variant
-	}{{"bulk-conn/s", bulk}, {"bulk-x2-conn/s", bulk2}, {"single-conn/s", single}, {"baseline-conn/s", base}} {
+	}{{"bulk-conn/s", bulk}, {"replace-conn/s", replace}, {"bulk-x2-conn/s", bulk2}, {"single-conn/s", single}, {"baseline-conn/s", base}} {
 		figs.set(store, v.name, rate(v.v))
 	}
 	b.ReportMetric(per(bulk.cpu, bulk), "bulk-go-µs/conn")
+	b.ReportMetric(per(replace.cpu, replace), "replace-go-µs/conn")
 	if pgOK {
 		b.ReportMetric(per(bulk.pg, bulk), "bulk-pg-µs/conn")
 		b.ReportMetric(per(base.pg, base), "baseline-pg-µs/conn")
@@ -262,6 +268,7 @@ func newImportBench(b *testing.B, store string) *importBench {
 	// Warm up each path: the pools, the API-key cache, the statements.
 	f.baseline(b, "base", -1)()
 	f.bulk(b, "bulk", -1)()
+	f.replace(b, "bulk", -1)()
 	f.single(b, -1, 50)()
 	return f
 }
@@ -370,19 +377,36 @@ func (f *importBench) insertSQLite(b *testing.B, rows [][]any) {
 // bulk returns the import of the round's connections in one POST
 // /connections.
 func (f *importBench) bulk(b *testing.B, tag string, round int) func() {
+	return f.bulkBody(b, tag, round, "", "created")
+}
+
+// replace returns the import of the connections that bulk imported in the
+// round again, with other tokens: each is updated.
+func (f *importBench) replace(b *testing.B, tag string, round int) func() {
+	return f.bulkBody(b, tag, round, "gho_", "updated")
+}
+
+// bulkBody returns one POST /connections of the round's connections of
+// tag, their access tokens prefixed with prefix, whose answer counts them
+// all as result ("created" or "updated").
+func (f *importBench) bulkBody(b *testing.B, tag string, round int, prefix, result string) func() {
 	var body bytes.Buffer
 	body.WriteByte('[')
 	for i := range importBenchBatch {
 		if i > 0 {
 			body.WriteByte(',')
 		}
-		body.WriteString(f.item(tag, round, i))
+		item := f.item(tag, round, i)
+		if prefix != "" {
+			item = strings.Replace(item, `"access_token":"`, `"access_token":"`+prefix, 1)
+		}
+		body.WriteString(item)
 	}
 	body.WriteByte(']')
 	return func() {
 		status, resp := f.post(b, body.Bytes())
-		if status != http.StatusOK || !bytes.Contains(resp, []byte(fmt.Sprintf(`"created":%d`, importBenchBatch))) {
-			b.Fatalf("bulk import: %d %.300s", status, resp)
+		if status != http.StatusOK || !bytes.Contains(resp, []byte(fmt.Sprintf(`"%s":%d`, result, importBenchBatch))) {
+			b.Fatalf("bulk import (%s): %d %.300s", result, status, resp)
 		}
 	}
 }

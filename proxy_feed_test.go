@@ -12,16 +12,36 @@ import (
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/store"
-	"github.com/embedauth/connect/store/postgres"
+	"github.com/embedauth/connect/store/sqlite"
 )
 
-// feedStore is a Postgres Store that counts the reads of connections and
-// whose change feed can be made to fail.
+// feedStore is a Store with a change feed that counts the reads of
+// connections and whose feed can be made to fail.
 type feedStore struct {
-	*postgres.Store
+	connect.Store
+	feed      store.ChangeFeed
 	mu        sync.Mutex
 	connReads int
 	fail      bool
+}
+
+func newFeedStore(t *testing.T, st connect.Store) *feedStore {
+	t.Helper()
+	feed, ok := st.(store.ChangeFeed)
+	if !ok {
+		t.Fatalf("%T has no change feed", st)
+	}
+	return &feedStore{Store: st, feed: feed}
+}
+
+// AfterCommit is the Store's: the Service drops cached connections again
+// after the commit of a transaction that changed them.
+func (s *feedStore) AfterCommit(ctx context.Context, fn func()) {
+	if h, ok := s.Store.(store.CommitHooker); ok {
+		h.AfterCommit(ctx, fn)
+		return
+	}
+	fn()
 }
 
 func (s *feedStore) GetConnection(ctx context.Context, envID int64, key, id string) (*connections.Connection, error) {
@@ -53,14 +73,18 @@ func (s *feedStore) ChangeCursor(ctx context.Context) (store.ChangeCursor, error
 	if s.failing() {
 		return store.ChangeCursor{}, context.DeadlineExceeded
 	}
-	return s.Store.ChangeCursor(ctx)
+	return s.feed.ChangeCursor(ctx)
 }
 
 func (s *feedStore) ConnectionChanges(ctx context.Context, cur store.ChangeCursor, limit int) ([]store.ConnectionChange, store.ChangeCursor, error) {
 	if s.failing() {
 		return nil, cur, context.DeadlineExceeded
 	}
-	return s.Store.ConnectionChanges(ctx, cur, limit)
+	return s.feed.ConnectionChanges(ctx, cur, limit)
+}
+
+func (s *feedStore) PruneConnectionChanges(ctx context.Context, before time.Time) (int, error) {
+	return s.feed.PruneConnectionChanges(ctx, before)
 }
 
 // eventually calls cond every few milliseconds until it holds, for at most
@@ -77,19 +101,32 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// Two instances on one Postgres: the proxy of the started one keeps a
-// connection for minutes (not ProxyCacheTTL) while it follows the change
-// feed, drops it when the other instance changes or deletes it, falls back
-// to ProxyCacheTTL while the feed fails, and when stopped.
+// Two instances on one database (on SQLite, two Stores on the file, as
+// two processes have): the proxy of the started one keeps a connection for
+// minutes (not ProxyCacheTTL) while it follows the change feed, drops it
+// when the other instance changes or deletes it, falls back to
+// ProxyCacheTTL while the feed fails, and when stopped.
 func TestProxyCacheFollowsChangeFeed(t *testing.T) {
 	t.Parallel()
-	pgb := postgresBackend(t)
-	fs := &feedStore{Store: pgb.store.(*postgres.Store)}
-	a := proxySetup(t, &backend{store: fs, db: pgb.db, schema: pgb.schema}, func(cfg *connect.Config) {
+	backends(t, testProxyCacheFollowsChangeFeed)
+}
+
+func testProxyCacheFollowsChangeFeed(t *testing.T, be *backend) {
+	fs := newFeedStore(t, be.store)
+	a := proxySetup(t, be.with(fs), func(cfg *connect.Config) {
 		cfg.ChangePollInterval = 5 * time.Millisecond
 	})
+	other := be
+	if be.lite != nil {
+		st, err := sqlite.Open(t.Context(), be.lite.Path(), &sqlite.Options{Synchronous: "NORMAL"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		other = &backend{store: st, lite: st}
+	}
 	bcfg := a.cfg
-	bcfg.Store, bcfg.Scheduler = pgb.store, schedulerFor(t, pgb)
+	bcfg.Store, bcfg.Scheduler = other.store, schedulerFor(t, other)
 	bsvc, err := connect.New(bcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -126,25 +163,11 @@ func TestProxyCacheFollowsChangeFeed(t *testing.T) {
 	if got := key(route(pxHeader)); got != "key-header-123" {
 		t.Fatalf("first call sent %q", got)
 	}
-	// A change the feed does not list (triggers off for one transaction)
-	// is not seen: the cached copy serves a minute later, without a read.
+	// A change the feed does not list (made with its triggers off) is not
+	// seen: the cached copy serves a minute later, without a read.
 	pb2 := req{method: "POST", path: "/connections", body: `{"provider_config_key":"pxh","connection_id":"conn-2","api_key":"key-behind-back"}`}
 	a.mustDo(t, 201, pb2)
-	tx, err := pgb.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := pq.QuoteIdentifier(pgb.schema)
-	if _, err := tx.ExecContext(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE `+q+`.connections c SET sealed_credentials = o.sealed_credentials
-		FROM `+q+`.connections o WHERE c.integration_key = 'pxh' AND c.connection_id = 'conn-1' AND o.integration_key = 'pxh' AND o.connection_id = 'conn-2'`); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	copyCredentialsUnlisted(t, be, "pxh", "conn-2", "conn-1")
 	reads := fs.reads()
 	a.clock.advance(time.Minute)
 	if got := key(route(pxHeader)); got != "key-header-123" || fs.reads() != reads {
@@ -192,5 +215,54 @@ func TestProxyCacheFollowsChangeFeed(t *testing.T) {
 	stopped = true
 	if got := connect.ProxyCacheTTL(a.svc); got != connect.DefaultProxyCacheTTL {
 		t.Fatalf("cache TTL %v after Stop, want ProxyCacheTTL", got)
+	}
+}
+
+// copyCredentialsUnlisted gives connection to of integration key the sealed
+// credentials of connection from, behind the change feed's back: on
+// Postgres with the triggers off for the transaction, on SQLite with the
+// update trigger dropped and created again in it.
+func copyCredentialsUnlisted(t *testing.T, be *backend, key, from, to string) {
+	t.Helper()
+	ctx := t.Context()
+	db, table := be.db, "connections"
+	if be.lite != nil {
+		db = be.lite.DB()
+	} else {
+		table = pq.QuoteIdentifier(be.schema) + ".connections"
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	exec := func(q string, args ...any) int64 {
+		t.Helper()
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := res.RowsAffected()
+		return n
+	}
+	var trigger string
+	if be.lite != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'connection_changes_update'`).Scan(&trigger); err != nil {
+			t.Fatal(err)
+		}
+		exec(`DROP TRIGGER connection_changes_update`)
+	} else {
+		exec(`SET LOCAL session_replication_role = replica`)
+	}
+	if n := exec(`UPDATE `+table+` SET sealed_credentials = (SELECT o.sealed_credentials FROM `+table+` o
+		WHERE o.environment_id = `+table+`.environment_id AND o.integration_key = $1 AND o.connection_id = $2)
+		WHERE integration_key = $1 AND connection_id = $3`, key, from, to); n != 1 {
+		t.Fatalf("%d connections updated, want 1", n)
+	}
+	if trigger != "" {
+		exec(trigger)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -23,12 +23,15 @@ type Durable interface {
 	Durable() bool
 }
 
-// ChangeFeed is implemented by Stores that several processes share, such as
-// store/postgres: it lists the changes to connections that any process
-// committed, so that each process can drop what it cached of them. A
-// Service whose Store has one caches the proxy's connections for minutes
-// (Config.ProxyCacheMaxAge) while it is started and the feed answers,
-// instead of seconds.
+// ChangeFeed is implemented by Stores that list the changes to connections
+// committed through any of their users: store/postgres, which several
+// instances share, and store/sqlite, whose file another process may open
+// too (a tool beside the server). Each process that caches connections
+// drops what it cached of those changes. A Service whose Store has one
+// caches the proxy's connections for minutes (Config.ProxyCacheMaxAge)
+// while it is started and the feed answers, instead of seconds: even in a
+// single process, the feed is what lets the cache live long, since a
+// change made behind the Service's back is listed too.
 type ChangeFeed interface {
 	// ChangeCursor returns a cursor from which every change committed
 	// after the call is listed (and possibly some committed shortly

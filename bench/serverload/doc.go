@@ -57,9 +57,9 @@
 // 100,000 connections the cache fills during the first rounds). After a
 // warm-up it runs, for -rounds rounds, each variant at each concurrency
 // (-c, default 1 and 64) for -duration (default 10 s, so that the 10 s
-// API-key cache expires during every run). On Postgres the server follows
-// the change feed, so its proxy keeps connections for up to 5 minutes;
-// on SQLite, whose Store has no change feed, for ProxyCacheTTL (5 s). The
+// API-key cache expires during every run). On both stores the server
+// follows the change feed, so its proxy keeps connections for up to 5
+// minutes. The
 // variants of a round, those of every server together, take turns of
 // -slice (default 1 s) until each has run -duration, so that a change in
 // the load of a shared machine falls on all of them alike, on every store:

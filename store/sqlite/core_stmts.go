@@ -104,6 +104,35 @@ func (s *Store) hotRow(ctx context.Context, write bool, h *hotStmt, scan func(sc
 	return scan(st.QueryRowContext(ctx, args...))
 }
 
+// hotQuery runs h, a query, and calls each with each of its rows: in the
+// transaction of ctx, or else on the writer (write) or the read pool.
+func (s *Store) hotQuery(ctx context.Context, write bool, h *hotStmt, each func(scanner) error, args ...any) error {
+	st, done := s.hotStmt(ctx, write, h)
+	defer done()
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	switch {
+	case st != nil:
+		rows, err = st.QueryContext(ctx, args...)
+	case write:
+		rows, err = s.writer(ctx).QueryContext(ctx, h.text, args...)
+	default:
+		rows, err = s.reader(ctx).QueryContext(ctx, h.text, args...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // hotExec runs h, a write that returns no rows, in the transaction of ctx
 // or else on the writer.
 func (s *Store) hotExec(ctx context.Context, h *hotStmt, args ...any) (sql.Result, error) {

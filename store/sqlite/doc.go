@@ -25,6 +25,26 @@
 // through a crash of the process but may lose the last ones when the machine
 // loses power.
 //
+// # Change feed
+//
+// The Store has a change feed (store.ChangeFeed), as store/postgres does:
+// triggers record every update and deletion of a connection or an
+// integration in the table connection_changes, in the writing transaction,
+// whichever process or Store writes the file (a tool beside the server
+// included). A started connect.Service polls it every ChangePollInterval
+// and caches the proxy's connections for ProxyCacheMaxAge (minutes)
+// instead of ProxyCacheTTL (seconds). SQLite runs one write transaction at
+// a time on a file, each from the last commit, so the rows' seq grows in
+// commit order: a cursor is the next seq to list ([Store.ChangeCursor]),
+// and a poll ([Store.ConnectionChanges]), one statement on the read pool
+// (which, on a file, never waits for the writer), never skips a change that
+// commits after it. Inserts write no row. The Service's maintenance sweep prunes rows
+// older than an hour ([Store.PruneConnectionChanges]). A trigger adds
+// about 5 µs of CPU to each connection an update writes (measured on an
+// import of 1,000 existing connections: about 40 µs a connection instead
+// of 35 in the Store; a bulk POST /connections costs 120-130 µs a
+// connection in all).
+//
 // # Transactions
 //
 // [Store.WithTx] holds the one writer connection while fn runs. Inside fn,

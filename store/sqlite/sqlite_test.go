@@ -11,7 +11,14 @@ import (
 // openFile opens a Store on a new database file of the test.
 func openFile(t *testing.T) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "connect.db"), nil)
+	return openPath(t, filepath.Join(t.TempDir(), "connect.db"))
+}
+
+// openPath opens a Store on the database file at path, closed when the
+// test ends.
+func openPath(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

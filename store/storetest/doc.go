@@ -44,7 +44,14 @@
 // LockConnection (an error outside a transaction, ErrNotFound for a missing
 // or concurrently deleted connection, one holder at a time, a waiter that
 // proceeds only once the holder committed and then reads its writes, a
-// rollback that releases the lock).
+// rollback that releases the lock); and, for a Store that implements
+// store.ChangeFeed (its group is skipped otherwise), the change feed
+// (updates and deletions of connections listed per connection and
+// environment, creations not; an integration's update or deletion listed
+// as the whole integration; an import listing the connections it updates;
+// a rolled back transaction never listed; more pending changes than the
+// limit failing with ErrTooManyChanges and listing nothing; pruning by age,
+// after which a cursor still lists the next change).
 //
 // Beyond the doc comments of the Store interfaces, the suite pins down these
 // choices, which both shipped stores make:

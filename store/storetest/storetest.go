@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"Checkpoints", checkpointTests},
 		{"ActionTasks", actionTaskTests},
 		{"Text", textTests},
+		{"ChangeFeed", changeFeedTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
