@@ -136,8 +136,11 @@ var memoryDatabases atomic.Int64
 // in-memory database instead, which lives as long as the Store and serves
 // every call through one connection (for tests).
 //
-// Only one process should use a file at a time: see the package
-// documentation.
+// More than one Store may open a file, in this process or another on the
+// same machine (a tool beside the server): SQLite serialises their writes,
+// and the change feed tells a Service of the others' changes. Run one
+// Service on a file; several instances need store/postgres (see the
+// package documentation).
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	o, err := opts.resolve()
 	if err != nil {
