@@ -73,16 +73,7 @@ func TestActionInputIsCheckedAgainstItsSchema(t *testing.T) {
 			}
 			return len(l)
 		}
-		countTasks := func() int {
-			if b.db == nil {
-				return 0
-			}
-			var n int
-			if err := b.db.QueryRow(`SELECT count(*) FROM "` + b.schema + `".action_tasks`).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+		countTasks := func() int { return b.count(t, "action_tasks", "") }
 		logsBefore, tasksBefore := countLogs(), countTasks()
 
 		for _, tc := range []struct {

@@ -147,7 +147,7 @@ func TestControlCharactersRefusedAtEveryDoor(t *testing.T) {
 			{"bulk import", req{method: "POST", path: "/connections", body: `[{"provider_config_key":"oa","connection_id":"x1","api_key":"k"},{"provider_config_key":"oa","connection_id":"x2","api_key":"k\n"}]`}, "invalid_body", "1.api_key"},
 			{"bulk import config", req{method: "POST", path: "/connections", body: `[{"provider_config_key":"an","connection_id":"x1","api_key":"k","connection_config":{"version":"\u0000"}}]`}, "invalid_body", ""},
 		}
-		before, rows := snapshot(t, bu), tableCounts(t, b, bu)
+		before, rows := snapshot(t, bu), tableCounts(t, b)
 		for _, tc := range cases {
 			r := badInputDo(t, bu, tc.rq)
 			if r.status != 400 {
@@ -224,7 +224,7 @@ func TestControlCharactersRefusedAtEveryDoor(t *testing.T) {
 		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
 			t.Errorf("refused values changed the store (-before +after):\n%s", diff)
 		}
-		if diff := cmp.Diff(rows, tableCounts(t, b, bu)); diff != "" {
+		if diff := cmp.Diff(rows, tableCounts(t, b)); diff != "" {
 			t.Errorf("refused values added rows (-before +after):\n%s", diff)
 		}
 	})

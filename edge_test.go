@@ -1,19 +1,14 @@
 package connect_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/lib/pq"
-
-	"github.com/embedauth/connect/oplog"
 )
 
 // rawResponse is an answer whose body may be HTML.
@@ -262,39 +257,13 @@ func checkRefusal(t *testing.T, what string, rt edgeRoute, v edgeVariant, r rawR
 	}
 }
 
-// tableCounts counts the rows of every table of a Postgres backend's
-// schema; for SQLite, the operations log entries.
-func tableCounts(t *testing.T, b *backend, bu *bundle) map[string]int {
+// tableCounts counts the rows of every table of the backend's database,
+// the Store's and River's.
+func tableCounts(t *testing.T, b *backend) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	if b.db == nil {
-		logs, err := bu.svc.ListLogs(context.Background(), oplog.Filter{EnvironmentID: bu.env.ID, Limit: 10000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out["operations log"] = len(logs)
-		return out
-	}
-	rows, err := b.db.Query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'`, b.schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
-	sort.Strings(tables)
-	for _, n := range tables {
-		var c int
-		if err := b.db.QueryRow(`SELECT count(*) FROM ` + pq.QuoteIdentifier(b.schema) + `.` + pq.QuoteIdentifier(n)).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		out[n] = c
+	for _, n := range b.tables(t) {
+		out[n] = b.count(t, n, "")
 	}
 	return out
 }
@@ -310,7 +279,7 @@ func TestBadInputAtTheEdge(t *testing.T) {
 		seed(t, bu)
 		tok := bu.session(t, `{"tags":{"a":"b"}}`)
 		routes := edgeRoutes(bu.key, tok)
-		before, rows := snapshot(t, bu), tableCounts(t, b, bu)
+		before, rows := snapshot(t, bu), tableCounts(t, b)
 		n := 0
 		for _, rt := range routes {
 			vs := edgeVariants
@@ -331,7 +300,7 @@ func TestBadInputAtTheEdge(t *testing.T) {
 		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
 			t.Errorf("bad input changed the store (-before +after):\n%s", diff)
 		}
-		if diff := cmp.Diff(rows, tableCounts(t, b, bu)); diff != "" {
+		if diff := cmp.Diff(rows, tableCounts(t, b)); diff != "" {
 			t.Errorf("bad input added rows (-before +after):\n%s", diff)
 		}
 		if n < 400 {
@@ -430,7 +399,7 @@ func TestAnonymousRequestsDoNotGrowStorage(t *testing.T) {
 		seed(t, bu)
 		bu.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"github","unique_key":"ghw",
 			"credentials":{"type":"OAUTH2","client_id":"cid","client_secret":"cs","webhook_secret":"whsec-123"}}`})
-		before, logs := tableCounts(t, b, bu), snapshot(t, bu)
+		before, logs := tableCounts(t, b), snapshot(t, bu)
 		unknownTok := "nango_connect_session_" + strings.Repeat("ab", 32)
 		body := `{"installation":{"id":1}}`
 		const n = 25
@@ -458,11 +427,8 @@ func TestAnonymousRequestsDoNotGrowStorage(t *testing.T) {
 				}
 			}
 		}
-		after := tableCounts(t, b, bu)
-		log := "operations_log"
-		if b.db == nil {
-			log = "operations log"
-		}
+		after := tableCounts(t, b)
+		const log = "operations_log"
 		if got := after[log] - before[log]; got != 2 {
 			t.Errorf("%d anonymous refusals wrote %d log entries, want 2 (one per integration and reason)", 10*n, got)
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/lib/pq"
 
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/connections"
@@ -18,8 +17,7 @@ import (
 // secrets the test stored.
 func TestNoPlaintextAtRest(t *testing.T) {
 	t.Parallel()
-	{
-		b := postgresBackend(t)
+	backends(t, func(t *testing.T, b *backend) {
 		bu := setup(t, b)
 		seed(t, bu)
 		ctx := context.Background()
@@ -33,37 +31,11 @@ func TestNoPlaintextAtRest(t *testing.T) {
 		}
 		secrets := []string{"csecret-gh", "at-c1", "rt-c1", "at-c2", "sk-live-k1", "var-secret-value", "custom-secret-value", signing, bu.key}
 
-		rows, err := b.db.QueryContext(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1`, b.schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tables []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
+		var all strings.Builder
+		for _, tbl := range b.tables(t) {
+			for _, row := range b.rowTexts(t, tbl) {
+				all.WriteString(tbl + ": " + row + "\n")
 			}
-			tables = append(tables, n)
-		}
-		rows.Close()
-		if len(tables) < 5 {
-			t.Fatalf("only tables %v", tables)
-		}
-		var all bytes.Buffer
-		for _, tbl := range tables {
-			q := fmt.Sprintf(`SELECT row_to_json(t)::text FROM %s.%s t`, pq.QuoteIdentifier(b.schema), pq.QuoteIdentifier(tbl))
-			rows, err := b.db.QueryContext(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var s string
-				if err := rows.Scan(&s); err != nil {
-					t.Fatal(err)
-				}
-				all.WriteString(s + "\n")
-			}
-			rows.Close()
 		}
 		if !strings.Contains(all.String(), "u1") || !strings.Contains(all.String(), "v1:test1:") {
 			t.Fatalf("the dump does not hold the seeded rows:\n%s", all.String())
@@ -73,7 +45,7 @@ func TestNoPlaintextAtRest(t *testing.T) {
 				t.Errorf("plaintext secret %q found in a raw row", s)
 			}
 		}
-	}
+	})
 }
 
 // TestReencryptSecrets adds a new primary key, re-seals everything and then

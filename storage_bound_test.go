@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lib/pq"
-
 	"github.com/embedauth/connect"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/oplog"
@@ -91,23 +89,21 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 			if charged > quota || bodies > quota {
 				t.Fatalf("%s: %d forwards charged %d bytes (bodies %d), over the quota of %d", when, n, charged, bodies, quota)
 			}
-			if b.db != nil {
-				// Measured in the database: the bodies of every delivery,
-				// and the usage the quota reads.
-				var sum, usage int64
-				q := pq.QuoteIdentifier(b.schema)
-				if err := b.db.QueryRowContext(t.Context(), `SELECT coalesce(sum(octet_length(body)), 0) FROM `+q+
-					`.webhook_deliveries`).Scan(&sum); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.db.QueryRowContext(t.Context(), `SELECT coalesce(sum(bytes), 0) FROM `+q+
-					`.webhook_forward_usage`).Scan(&usage); err != nil {
-					t.Fatal(err)
-				}
-				if sum != bodies || usage != charged {
-					t.Fatalf("%s: the database holds %d bytes of delivery bodies (%d listed); usage says %d, the forwards' charges total %d",
-						when, sum, bodies, usage, charged)
-				}
+			// Measured in the database: the bodies of every delivery, and
+			// the usage the quota reads.
+			var sum, usage int64
+			db := b.sqlDB(t)
+			if err := db.QueryRowContext(t.Context(), `SELECT coalesce(sum(octet_length(body)), 0) FROM `+
+				b.table("webhook_deliveries")).Scan(&sum); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.QueryRowContext(t.Context(), `SELECT coalesce(sum(bytes), 0) FROM `+
+				b.table("webhook_forward_usage")).Scan(&usage); err != nil {
+				t.Fatal(err)
+			}
+			if sum != bodies || usage != charged {
+				t.Fatalf("%s: the database holds %d bytes of delivery bodies (%d listed); usage says %d, the forwards' charges total %d",
+					when, sum, bodies, usage, charged)
 			}
 			return n
 		}
@@ -181,16 +177,10 @@ func TestIncomingWebhookFloodStaysBounded(t *testing.T) {
 				t.Errorf("log entry %s/%s of %d bytes", e.Type, e.Operation, size)
 			}
 		}
-		if b.db != nil {
-			var deliveries, logs int64
-			q := pq.QuoteIdentifier(b.schema)
-			if err := b.db.QueryRowContext(t.Context(), `SELECT pg_total_relation_size($1::regclass), pg_total_relation_size($2::regclass)`,
-				q+".webhook_deliveries", q+".operations_log").Scan(&deliveries, &logs); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("after %d posts of %d bytes: webhook_deliveries takes %d bytes on disk (dead rows included until vacuumed), operations_log %d (%d entries)",
-				posts+more+1, maxBody, deliveries, logs, len(es))
-		}
+		_, deliveries := b.rowBytes(t, "webhook_deliveries")
+		_, logs := b.rowBytes(t, "operations_log")
+		t.Logf("after %d posts of %d bytes: webhook_deliveries takes %d bytes on disk (dead rows or free pages included until reused), operations_log %d (%d entries)",
+			posts+more+1, maxBody, deliveries, logs, len(es))
 	})
 }
 
@@ -244,10 +234,10 @@ type floodMeasure struct {
 	// webhooks.
 	entries []*oplog.Entry
 	// deliveryRows and logRows are the sizes of the rows of
-	// webhook_deliveries and operations_log (pg_column_size, bodies
-	// included), and deliveriesDisk and logDisk the sizes of the tables on
-	// disk (pg_total_relation_size: table, TOAST and indexes, dead rows
-	// included until vacuumed). Postgres only.
+	// webhook_deliveries and operations_log, bodies included, and
+	// deliveriesDisk and logDisk the sizes of the tables with their
+	// indexes on disk, dead rows included until reused (see
+	// backend.rowBytes).
 	deliveryRows, logRows   int64
 	deliveriesDisk, logDisk int64
 }
@@ -266,18 +256,12 @@ func measureFlood(t *testing.T, bu *bundle, key string, disk bool) floodMeasure 
 	if m.entries, err = bu.svc.ListLogs(ctx, oplog.Filter{EnvironmentID: bu.env.ID, Type: "webhook", IntegrationKey: key, Limit: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	if db := bu.b.db; db != nil && disk {
+	if disk {
 		// Rows are measured, not files: how much of its dead rows a
 		// VACUUM (even FULL) can drop depends on the snapshots of every
 		// other session of the database (the other tests').
-		q := pq.QuoteIdentifier(bu.b.schema)
-		if err := db.QueryRowContext(ctx, `SELECT
-			(SELECT coalesce(sum(pg_column_size(d.*)), 0) FROM `+q+`.webhook_deliveries d),
-			(SELECT coalesce(sum(pg_column_size(l.*)), 0) FROM `+q+`.operations_log l),
-			pg_total_relation_size($1::regclass), pg_total_relation_size($2::regclass)`,
-			q+".webhook_deliveries", q+".operations_log").Scan(&m.deliveryRows, &m.logRows, &m.deliveriesDisk, &m.logDisk); err != nil {
-			t.Fatal(err)
-		}
+		m.deliveryRows, m.deliveriesDisk = bu.b.rowBytes(t, "webhook_deliveries")
+		m.logRows, m.logDisk = bu.b.rowBytes(t, "operations_log")
 	}
 	return m
 }
@@ -305,7 +289,7 @@ func sampleKey(e *oplog.Entry) string {
 // evicted) or is not reached (the Service is stopped: they stay pending),
 // leave at most the documented bound in the Store: forwards charged at
 // most StorageQuota (and so no more than StorageQuota / ForwardRowOverhead
-// of them, however small), whose rows (measured on Postgres, bodies
+// of them, however small), whose rows (measured in the database, bodies
 // included) take less, and log entries within sampledOutcomes ×
 // (Retention.Logs / LogInterval + 1), each key at most once per interval,
 // whose rows take less than maxSampledEntry each. The flood runs in rounds
@@ -479,16 +463,13 @@ func TestIncomingWebhookFloodStorageBound(t *testing.T) {
 						t.Errorf("a flood as long again grew the Store: forwards %d (%d bytes) then %d (%d bytes); log entries %d then %d",
 							once.forwards, once.charged, twice.forwards, twice.charged, len(once.entries), len(twice.entries))
 					}
-					if b.db == nil {
-						return
-					}
 					// In the database: the rows kept (their bodies
 					// included) grow by no more than the bounds, and the
 					// forwards not at all with a flood as long again. (What they take
 					// on disk with their index entries is within their
-					// charge: see TestForwardChargeCoversRowCost in
-					// store/postgres. The files also hold dead rows until
-					// autovacuum lets new rows reuse their space.)
+					// charge on Postgres: see TestForwardChargeCoversRowCost
+					// in store/postgres. The files also hold dead rows, or
+					// free pages, until new rows reuse their space.)
 					logRowsBound := int64(logBound) * maxSampledEntry
 					for i, m := range []floodMeasure{once, twice} {
 						grown, logGrown := m.deliveryRows-before.deliveryRows, m.logRows-before.logRows

@@ -77,7 +77,7 @@ func TestUnusableProvider(t *testing.T) {
 		tok := bu.session(t, `{"end_user":{"id":"u1"}}`)
 		jsonType := map[string]string{"Content-Type": "application/json"}
 		auth := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + bu.key}
-		before, rows := snapshot(t, bu), tableCounts(t, b, bu)
+		before, rows := snapshot(t, bu), tableCounts(t, b)
 		for _, tc := range []struct {
 			name string
 			do   func() rawResponse
@@ -107,7 +107,7 @@ func TestUnusableProvider(t *testing.T) {
 		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
 			t.Errorf("refused requests changed the store (-before +after):\n%s", diff)
 		}
-		if diff := cmp.Diff(rows, tableCounts(t, b, bu)); diff != "" {
+		if diff := cmp.Diff(rows, tableCounts(t, b)); diff != "" {
 			t.Errorf("refused requests added rows (-before +after):\n%s", diff)
 		}
 	})

@@ -51,7 +51,7 @@ func TestWebhookURLsCheckedWhenSet(t *testing.T) {
 				t.Errorf("%s %s: %d code %q path %q %q, want 400 %s mentioning %q", what, tc.url, status, code, path, msg, tc.code, tc.mention)
 			}
 		}
-		before, rows := snapshot(t, bu), tableCounts(t, b, bu)
+		before, rows := snapshot(t, bu), tableCounts(t, b)
 		envBefore, err := bu.svc.Environments().Get(ctx, bu.env.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func TestWebhookURLsCheckedWhenSet(t *testing.T) {
 		if diff := cmp.Diff(before, snapshot(t, bu)); diff != "" {
 			t.Errorf("refused webhook URLs changed the store (-before +after):\n%s", diff)
 		}
-		if diff := cmp.Diff(rows, tableCounts(t, b, bu)); diff != "" {
+		if diff := cmp.Diff(rows, tableCounts(t, b)); diff != "" {
 			t.Errorf("refused webhook URLs added rows (-before +after):\n%s", diff)
 		}
 		envAfter, err := bu.svc.Environments().Get(ctx, bu.env.ID)
