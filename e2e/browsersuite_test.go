@@ -77,7 +77,7 @@ func (s *browserSuite) newServer(t *testing.T) *refServer {
 // healthy.
 func (s *browserSuite) start(t *testing.T, rs *refServer, env ...string) *server {
 	t.Helper()
-	bin := buildServer(s.ctx, t, filepath.Dir(s.dir))
+	bin := buildServer(t, filepath.Dir(s.dir))
 	dbURL := createDatabase(s.ctx, t, s.adminURL)
 	srv := startServer(s.ctx, t, bin, append([]string{
 		"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true",

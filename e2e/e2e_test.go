@@ -86,7 +86,7 @@ func testNodeClient(t *testing.T, sqlite bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	bin := buildServer(ctx, t, filepath.Dir(e2eDir))
+	bin := buildServer(t, filepath.Dir(e2eDir))
 	storage := []string{"CONNECT_DATA_DIR=" + t.TempDir()}
 	if !sqlite {
 		storage = []string{"DATABASE_URL=" + createDatabase(ctx, t, adminURL),
@@ -155,28 +155,57 @@ func skipOrFail(t *testing.T, fail bool, msg string) {
 	t.Skip(msg)
 }
 
-// buildServer compiles ./examples/server into a temporary directory, with the race detector
-// when this test binary has it, and returns the binary's path.
-func buildServer(ctx context.Context, t *testing.T, repoRoot string) string {
+// builtServer is the reference server binary, built once per run of the
+// tests into dir, which TestMain removes.
+var builtServer struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtServer.dir != "" {
+		os.RemoveAll(builtServer.dir)
+	}
+	os.Exit(code)
+}
+
+// buildServer compiles ./examples/server once per run of the tests, with
+// raceBuildFlags, and returns the binary's path.
+func buildServer(t *testing.T, repoRoot string) string {
 	t.Helper()
+	builtServer.once.Do(func() {
+		builtServer.bin, builtServer.err = compileServer(repoRoot)
+	})
+	if builtServer.err != nil {
+		t.Fatal(builtServer.err)
+	}
+	return builtServer.bin
+}
+
+func compileServer(repoRoot string) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the go command is not on PATH: %v", err)
+		return "", fmt.Errorf("the go command is not on PATH: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "connect-server")
+	if builtServer.dir, err = os.MkdirTemp("", "connect-e2e-"); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(builtServer.dir, "connect-server")
 	args := []string{"build", "-o", bin}
 	args = append(args, raceBuildFlags...)
 	args = append(args, "./examples/server")
 
-	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goBin, args...)
 	cmd.Dir = repoRoot
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // createDatabase creates an empty database on the server adminURL points at and returns its

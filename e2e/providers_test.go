@@ -56,7 +56,7 @@ func TestNangoProvidersFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := buildServer(ctx, t, filepath.Dir(e2eDir))
+	bin := buildServer(t, filepath.Dir(e2eDir))
 	dbURL := createDatabase(ctx, t, adminURL)
 	apiKey := "e2e_" + randomHex(t, 24)
 	port := freePort(t)
