@@ -21,8 +21,8 @@ import (
 	"github.com/embedauth/connect/store/sqlite"
 )
 
-// backends runs fn once per Store implementation: SQLite (a private
-// in-memory database), and Postgres in a fresh schema (skipped without
+// backends runs fn once per Store implementation: SQLite (a file of its
+// own, see sqliteBackend), and Postgres in a fresh schema (skipped without
 // TEST_DATABASE_URL unless required).
 func backends(t *testing.T, fn func(t *testing.T, b *backend)) {
 	t.Run("sqlite", func(t *testing.T) {

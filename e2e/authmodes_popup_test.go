@@ -33,9 +33,9 @@ import (
 // token, or the plugin's Basic credentials) and forces a refresh of the
 // OAuth ones (the fake checks the registered client, the resource and the
 // app JWT).
-func TestPopupAuthModesBrowser(t *testing.T) {
-	bs := newBrowserSuite(t)
+func TestPopupAuthModesBrowser(t *testing.T) { browserTest(t, testPopupAuthModesBrowser) }
 
+func testPopupAuthModesBrowser(t *testing.T, bs *browserSuite) {
 	fake := newPopupFake(t)
 	providersFile := filepath.Join(t.TempDir(), "providers.yaml")
 	if err := os.WriteFile(providersFile, []byte(strings.ReplaceAll(popupProvidersYAML, "FAKE", fake.srv.URL)), 0o600); err != nil {

@@ -22,9 +22,9 @@ import (
 // signatures with their own implementations) and forces a refresh (AWS:
 // AssumeRole again). The reference server's STS is the fake's
 // (CONNECT_AWS_STS_ENDPOINT).
-func TestAuthModesSignedBrowser(t *testing.T) {
-	bs := newBrowserSuite(t)
+func TestAuthModesSignedBrowser(t *testing.T) { browserTest(t, testAuthModesSignedBrowser) }
 
+func testAuthModesSignedBrowser(t *testing.T, bs *browserSuite) {
 	up := newSignedUpstream(t)
 	providersFile := filepath.Join(t.TempDir(), "providers.yaml")
 	if err := os.WriteFile(providersFile, []byte(fmt.Sprintf(`providers:

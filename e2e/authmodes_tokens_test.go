@@ -60,9 +60,9 @@ const (
 // form and headers and the assertion's signature (with the public key),
 // each JWT's signature, the WSSE digest recomputed from the secret, the
 // Bill login's body, the OAuth 1 and SigV4 signatures.
-func TestAuthModesTokensBrowser(t *testing.T) {
-	bs := newBrowserSuite(t)
+func TestAuthModesTokensBrowser(t *testing.T) { browserTest(t, testAuthModesTokensBrowser) }
 
+func testAuthModesTokensBrowser(t *testing.T, bs *browserSuite) {
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

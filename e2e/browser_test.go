@@ -37,13 +37,13 @@ const (
 // Chromium against the reference server, with a fake OAuth 2 provider and a fake API-key
 // check endpoint (see doc.go). The host's webhook receiver verifies every webhook's
 // X-Svc-Hmac-Sha256 itself.
-func TestConnectUIBrowser(t *testing.T) {
-	bs := newBrowserSuite(t)
-	ctx, adminURL, nodeBin, e2eDir, chromium := bs.ctx, bs.adminURL, bs.node, bs.dir, bs.chromium
+func TestConnectUIBrowser(t *testing.T) { browserTest(t, testConnectUIBrowser) }
+
+func testConnectUIBrowser(t *testing.T, bs *browserSuite) {
 	// The connect UI's own files: the authmodes-* ones belong to the
 	// tests of the auth modes, which start their own fakes.
 	var testFiles []string
-	all, err := filepath.Glob(filepath.Join(e2eDir, "browser", "*.test.mjs"))
+	all, err := filepath.Glob(filepath.Join(bs.dir, "browser", "*.test.mjs"))
 	for _, f := range all {
 		if !strings.HasPrefix(filepath.Base(f), "authmodes-") {
 			testFiles = append(testFiles, f)
@@ -53,8 +53,8 @@ func TestConnectUIBrowser(t *testing.T) {
 		t.Fatalf("no e2e/browser/*.test.mjs files found (err=%v)", err)
 	}
 	shots := t.TempDir()
-	if os.Getenv("CONNECT_UPDATE_SCREENSHOTS") == "1" {
-		shots = filepath.Join(filepath.Dir(e2eDir), "docs")
+	if os.Getenv("CONNECT_UPDATE_SCREENSHOTS") == "1" && bs.store == storeSQLite { // one writer of docs/
+		shots = filepath.Join(filepath.Dir(bs.dir), "docs")
 	}
 
 	provider := newFakeProvider(t)
@@ -65,62 +65,39 @@ func TestConnectUIBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := buildServer(t, filepath.Dir(e2eDir))
-	dbURL := createDatabase(ctx, t, adminURL)
-	apiKey := "e2e_" + randomHex(t, 24)
-	port := freePort(t)
-	host := "http://127.0.0.1:" + port
-	srv := startServer(ctx, t, bin, []string{
-		// The fake provider and webhook receiver listen on 127.0.0.1:
-		// provider calls may reach private networks here (webhooks may on
-		// the reference server by default).
-		"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true",
-		"PORT=" + port,
-		"DATABASE_URL=" + dbURL,
-		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
-		"CONNECT_API_KEY=" + apiKey,
-		"CONNECT_PUBLIC_URL=" + host,
-		"CONNECT_PROVIDERS_FILE=" + providersFile,
-		"CONNECT_WEBHOOK_URLS=" + hooks.srv.URL + "/hooks",
-		"CONNECT_WEBHOOK_SIGNING_KEY=" + webhookSigningKey,
+	// The fake provider and webhook receiver listen on 127.0.0.1: provider
+	// calls may reach private networks here (start allows them; webhooks
+	// may on the reference server by default).
+	rs := bs.newServer(t)
+	srv := bs.start(t, rs,
+		"CONNECT_PROVIDERS_FILE="+providersFile,
+		"CONNECT_WEBHOOK_URLS="+hooks.srv.URL+"/hooks",
+		"CONNECT_WEBHOOK_SIGNING_KEY="+webhookSigningKey,
 		"CONNECT_UI_PRIMARY_COLOR_LIGHT=#6d28d9",
 		"CONNECT_UI_PRIMARY_COLOR_DARK=#a78bfa",
-	})
-	srv.waitHealthy(ctx, t, host+"/health")
+	)
 
-	api := &apiClient{base: host, key: apiKey}
+	api := rs.api
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "e2e-oauth", "provider": "e2e-oauth",
 		"credentials": map[string]any{"type": "OAUTH2", "client_id": fakeClientID, "client_secret": fakeClientSecret, "scopes": "read"}})
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "e2e-apikey", "provider": "e2e-apikey"})
 	api.mustCreateIntegration(t, map[string]any{"unique_key": "github", "provider": "github",
 		"credentials": map[string]any{"type": "OAUTH2", "client_id": "unused", "client_secret": "unused"}})
 
-	// The test page of @nangohq/frontend, served from another origin than the server, with
-	// the package's own ES modules from node_modules (no CDN).
-	pageMux := http.NewServeMux()
-	pageMux.Handle("GET /frontend/", http.StripPrefix("/frontend/",
-		http.FileServer(http.Dir(filepath.Join(e2eDir, "node_modules", "@nangohq", "frontend", "dist")))))
-	pageMux.HandleFunc("GET /page.html", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(e2eDir, "browser", "page.html"))
-	})
-	pageSrv := httptest.NewServer(pageMux)
-	t.Cleanup(pageSrv.Close)
-
 	results := filepath.Join(t.TempDir(), "results.json")
 	start := time.Now()
-	runNode(ctx, t, nodeBin, e2eDir, testFiles, []string{
-		"NANGO_HOST=" + host,
-		"NANGO_API_KEY=" + apiKey,
-		"E2E_PAGE_URL=" + pageSrv.URL + "/page.html",
-		"E2E_CHROMIUM=" + chromium,
-		"E2E_SCREENSHOT_DIR=" + shots,
-		"E2E_RESULTS=" + results,
-		"E2E_API_KEY_VALUE=" + fakeAPIKey,
-		"E2E_SUBDOMAIN=" + fakeSubdomain,
-		"E2E_OWN_CLIENT_ID=" + fakeOwnClientID,
-		"E2E_OWN_CLIENT_SECRET=" + fakeOwnSecret,
-		"NO_COLOR=1",
-	})
+	// The test page of @nangohq/frontend, served from another origin than
+	// the server, with the package's own ES modules from node_modules (no
+	// CDN).
+	bs.runFiles(t, rs, testFiles,
+		"E2E_PAGE_URL="+bs.pageURL(t),
+		"E2E_SCREENSHOT_DIR="+shots,
+		"E2E_RESULTS="+results,
+		"E2E_API_KEY_VALUE="+fakeAPIKey,
+		"E2E_SUBDOMAIN="+fakeSubdomain,
+		"E2E_OWN_CLIENT_ID="+fakeOwnClientID,
+		"E2E_OWN_CLIENT_SECRET="+fakeOwnSecret,
+	)
 	t.Logf("browser tests took %s", time.Since(start).Round(time.Millisecond))
 
 	// Every connection the browser made exists, and the host got its signed auth webhook.

@@ -3,7 +3,8 @@
 // the connect UI and the published @nangohq/frontend, each pinned to exactly 0.71.10 in
 // e2e/package.json and e2e/package-lock.json. The package has no non-test code.
 //
-// TestNodeClient builds ./examples/server (with -race when the test binary has it), creates a
+// TestNodeClient builds ./examples/server (once per run of the package's tests; with -race
+// when the test binary has it, with the flags of scripts/test: see race_test.go), creates a
 // fresh Postgres database connect_e2e_<random> through TEST_DATABASE_URL, starts the server on
 // a free port with DATABASE_URL, a random CONNECT_ENCRYPTION_KEY and CONNECT_API_KEY, and
 // CONNECT_DEV_ENV_VARS, waits for GET /health, and runs every e2e/node/*.test.mjs file with
@@ -73,6 +74,12 @@
 // from its schema and refuses a value off its pattern; the others have no field), each up to
 // the success screen; the Go test then proxies through every connection (the Bearer token, or
 // the plugin's Basic credentials) and forces a refresh of the OAuth ones.
+//
+// Each browser test above runs twice, as the parallel subtests sqlite and postgres of browserTest
+// (browsersuite_test.go), which starts the reference server: sqlite on its default store, no
+// DATABASE_URL and no key, a SQLite file and the key the server makes in a fresh
+// CONNECT_DATA_DIR; postgres on a fresh database with a random CONNECT_ENCRYPTION_KEY. The
+// server's startup log must name that file (which must exist) or that database.
 //
 // TestEmbeddedUnderPrefix (embedded_test.go) embeds the library as the README's "Embed it"
 // section shows: in the test process, on a fresh Postgres database, svc.Handler() is mounted

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -178,27 +177,11 @@ type browserEnv struct {
 // CONNECT_REQUIRE_POSTGRES=1 or CI=true, when it fails instead.
 func browserPrereqs(t *testing.T) browserEnv {
 	t.Helper()
-	requirePostgres := os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1"
-	requireNode := requirePostgres || os.Getenv("CI") == "true"
 	var p browserEnv
 	p.adminURL = os.Getenv("TEST_DATABASE_URL")
 	if p.adminURL == "" {
-		skipOrFail(t, requirePostgres, "TEST_DATABASE_URL is not set; set it to run the browser end-to-end tests")
+		skipOrFail(t, os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1", "TEST_DATABASE_URL is not set; set it to run the browser end-to-end tests")
 	}
-	var err error
-	if p.node, err = exec.LookPath("node"); err != nil {
-		skipOrFail(t, requireNode, "node is not on PATH: install Node.js 20 or newer, then run `npm ci --prefix e2e`")
-	}
-	if p.e2eDir, err = filepath.Abs("."); err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range []string{"playwright-core", "@nangohq/frontend", "@nangohq/node"} {
-		if _, err := os.Stat(filepath.Join(p.e2eDir, "node_modules", pkg, "package.json")); err != nil {
-			skipOrFail(t, requireNode, "e2e/node_modules is missing "+pkg+": run `npm ci --prefix e2e` from the repository root")
-		}
-	}
-	if p.chromium = findChromium(); p.chromium == "" {
-		skipOrFail(t, requireNode, "Chromium is not installed: apt-get install chromium (or set CHROMIUM_PATH)")
-	}
+	p.node, p.e2eDir, p.chromium = browserTools(t, "playwright-core", "@nangohq/frontend", "@nangohq/node")
 	return p
 }
