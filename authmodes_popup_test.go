@@ -1,7 +1,6 @@
 package connect_test
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -163,7 +162,7 @@ type mcpFake struct {
 }
 
 func newMCPFake(t testing.TB) *mcpFake {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := fakeAppKey()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,7 @@ func builtServer(t *testing.T) string {
 // server on Postgres, and checks what it measured and that it leaves
 // nothing behind.
 func TestBench(t *testing.T) {
+	t.Parallel() // each run has its own servers, databases and ports
 	db := adminURL(t)
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
 	rep, out := runBench(t, db, "-stores", "postgres", "-n", "30", "-duration", "300ms", "-slice", "100ms", "-warmup", "100ms", "-rounds", "2",
@@ -162,6 +163,7 @@ func TestBench(t *testing.T) {
 // of its own, and Postgres; each store's second server on a copy of the
 // first one's data), interleaved in the same rounds.
 func TestBenchStores(t *testing.T) {
+	t.Parallel() // each run has its own servers, databases and ports
 	db := adminURL(t)
 	rep, out := runBench(t, db, "-n", "20", "-duration", "200ms", "-slice", "100ms", "-warmup", "0", "-rounds", "2",
 		"-c", "1,2", "-gomaxprocs", "1,2", "-cold-starts", "1", "-data-dir", t.TempDir())
@@ -219,6 +221,7 @@ func TestBenchStores(t *testing.T) {
 
 // TestBenchSQLite runs the bench on SQLite alone, which needs no Postgres.
 func TestBenchSQLite(t *testing.T) {
+	t.Parallel() // each run has its own servers, databases and ports
 	rep, _ := runBench(t, "", "-stores", "sqlite", "-n", "10", "-duration", "100ms", "-warmup", "0", "-rounds", "1",
 		"-c", "2", "-cold-starts", "1", "-data-dir", t.TempDir())
 	if len(rep.Runs) != 3 || len(rep.Seeds) != 1 || len(rep.Databases) != 0 || len(rep.DataDirs) != 2 {
@@ -277,6 +280,7 @@ func checkMemory(t *testing.T, rep *report, n int) {
 // TestBenchInterrupted cancels the bench in its first run, as Ctrl-C does:
 // it stops its processes and drops its database.
 func TestBenchInterrupted(t *testing.T) {
+	t.Parallel() // each run has its own servers, databases and ports
 	db := adminURL(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
