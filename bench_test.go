@@ -172,10 +172,11 @@ func newGetConnectionBench(b *testing.B, kind string) *getConnectionBench {
 		lite, ls := openBenchSQLite(b, sqlite.SchedulerConfig{})
 		st, sched = lite, ls
 		// A read pool like the Store's: read-only connections beside its
-		// writer, whose page cache a commit of the writer invalidates.
+		// writer, whose page cache a commit of the writer invalidates,
+		// mapping the file as the Store's do.
 		var err error
 		db, err = sql.Open("sqlite", "file:"+(&url.URL{Path: lite.Path()}).EscapedPath()+
-			"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=query_only(1)")
+			"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=mmap_size(268435456)&_pragma=query_only(1)")
 		if err != nil {
 			b.Fatal(err)
 		}

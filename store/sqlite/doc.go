@@ -10,7 +10,10 @@
 // file is in WAL mode; the Store writes through one connection, taken in
 // turn (transactions begin IMMEDIATE, so they never fail halfway on a busy
 // lock), and reads outside transactions through a pool of read-only
-// connections that run beside the writer.
+// connections that run beside the writer. The readers map up to 256 MiB of
+// the file (mmap_size): a page missing from a reader's own cache, which
+// every commit empties, comes from the OS's page cache without a read call
+// and a copy.
 //
 // Use store/postgres when the service outgrows that: several instances
 // behind a load balancer, several machines, a database that is backed up,

@@ -194,7 +194,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 			s.w.Close()
 			return nil, dbErr(ctx, "open", err)
 		}
-		s.r, err = sql.Open("sqlite", base+pragmas(o, "", false)+"&_pragma=query_only(1)")
+		// The readers map the file (mmapSize): a read whose pages are not
+		// in the connection's own cache takes them from the OS's page
+		// cache without a read call and a copy each; a commit of the
+		// writer empties every reader's own cache.
+		s.r, err = sql.Open("sqlite", base+pragmas(o, "", false)+fmt.Sprintf("&_pragma=mmap_size(%d)", mmapSize)+"&_pragma=query_only(1)")
 		if err != nil {
 			s.w.Close()
 			return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -214,6 +218,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// mmapSize is how much of the file a reader maps, at most: 256 MiB.
+const mmapSize = 256 << 20
 
 // pragmas returns the _pragma query parameters of a connection.
 func pragmas(o resolved, synchronous string, wal bool) string {
