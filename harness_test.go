@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ import (
 )
 
 // backends runs fn once per Store implementation: SQLite (a file of its
-// own, see sqliteBackend), and Postgres in a fresh schema (skipped without
+// own, see sqliteBackend), and Postgres in a schema of its own (skipped without
 // TEST_DATABASE_URL unless required).
 func backends(t *testing.T, fn func(t *testing.T, b *backend)) {
 	t.Run("sqlite", func(t *testing.T) {
@@ -35,14 +36,16 @@ func backends(t *testing.T, fn func(t *testing.T, b *backend)) {
 	})
 }
 
-// postgresBackend migrates a fresh schema and returns a Store on it.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// postgresBackend returns a Store on a migrated schema of its own, from
+// pgtest's pool (emptied after the test that had it).
 func postgresBackend(t *testing.T) *backend {
 	t.Helper()
-	db, schema := pgtest.Schema(t)
+	db, schema := pgtest.Migrated(t, "connect", func(ctx context.Context, db *sql.DB, schema string) error {
+		return postgres.Migrate(ctx, db, &postgres.Options{Schema: schema})
+	})
 	opts := &postgres.Options{Schema: schema}
-	if err := postgres.Migrate(t.Context(), db, opts); err != nil {
-		t.Fatal(err)
-	}
 	st, err := postgres.New(db, opts)
 	if err != nil {
 		t.Fatal(err)

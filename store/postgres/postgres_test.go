@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -77,19 +78,31 @@ func openStore(t testing.TB, db *sql.DB, opts *postgres.Options) *postgres.Store
 	return s
 }
 
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// pooledStore returns a Store with opts in a schema of pgtest's pool,
+// migrated without River's tables (see newStoreWith). The conformance
+// suites use it: they migrate hundreds of schemas otherwise.
+func pooledStore(t *testing.T, opts postgres.Options) *postgres.Store {
+	t.Helper()
+	db, schema := pgtest.Migrated(t, "store", func(ctx context.Context, db *sql.DB, schema string) error {
+		return postgres.MigrateWithoutRiver(ctx, db, &postgres.Options{Schema: schema})
+	})
+	opts.Schema = schema
+	return openStore(t, db, &opts)
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Store {
-		s, _, _ := newStore(t)
-		return s
+		return pooledStore(t, postgres.Options{})
 	})
 }
 
 func TestConformanceUnprepared(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Store {
-		s, _, _ := newStoreWith(t, postgres.Options{DisablePreparedStatements: true})
-		return s
+		return pooledStore(t, postgres.Options{DisablePreparedStatements: true})
 	})
 }
 
