@@ -136,12 +136,27 @@ func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, sty
 	WriteJSON(w, status, ErrorBody{Error: d})
 }
 
+// JSONAppender is a value that writes its own JSON encoding, as
+// json.Marshal would, without reflection: WriteJSON uses it.
+type JSONAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
+}
+
 // WriteJSON writes v as JSON with the status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	defer putJSONBuffer(buf)
-	// Encode writes what Marshal does, and the newline.
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	var err error
+	if a, ok := v.(JSONAppender); ok {
+		var b []byte
+		if b, err = a.AppendJSON(buf.AvailableBuffer()); err == nil {
+			buf.Write(append(b, '\n')) // b is buf's own free space: no copy
+		}
+	} else {
+		// Encode writes what Marshal does, and the newline.
+		err = json.NewEncoder(buf).Encode(v)
+	}
+	if err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(`{"error":{"code":"server_error","message":"An internal error occurred."}}` + "\n")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -141,4 +142,34 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("Unmarshal(%q) = %v, not ErrInvalid", b, err)
 		}
 	})
+}
+
+// appender writes its own JSON, or fails.
+type appender struct{ fail bool }
+
+func (a appender) AppendJSON(dst []byte) ([]byte, error) {
+	if a.fail {
+		return append(dst, `{"half`...), errors.New("cannot encode")
+	}
+	return append(dst, `{"own":true}`...), nil
+}
+
+// TestWriteJSONAppender: a JSONAppender's own encoding is the body, with
+// the newline Encode writes and its length; one that fails is a 500 with
+// the server_error body, nothing of the half-written value.
+func TestWriteJSONAppender(t *testing.T) {
+	for _, tc := range []struct {
+		v      any
+		status int
+		body   string
+	}{
+		{appender{}, 201, "{\"own\":true}\n"},
+		{appender{fail: true}, 500, `{"error":{"code":"server_error","message":"An internal error occurred."}}` + "\n"},
+	} {
+		w := httptest.NewRecorder()
+		WriteJSON(w, 201, tc.v)
+		if w.Code != tc.status || w.Body.String() != tc.body || w.Header().Get("Content-Length") != strconv.Itoa(len(tc.body)) {
+			t.Errorf("WriteJSON(%+v) = %d %q (Content-Length %s), want %d %q", tc.v, w.Code, w.Body, w.Header().Get("Content-Length"), tc.status, tc.body)
+		}
+	}
 }

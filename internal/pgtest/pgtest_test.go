@@ -82,10 +82,10 @@ func TestMigrated(t *testing.T) {
 		migrations++
 		return migrateTwoTables(ctx, db, schema)
 	}
+	db := pgtest.DB(t) // skips without Postgres
 	var first string
-	var db *sql.DB
 	t.Run("first", func(t *testing.T) {
-		db, first = pgtest.Migrated(t, "two", migrate)
+		_, first = pgtest.Migrated(t, "two", migrate)
 		s := pq.QuoteIdentifier(first) + "."
 		for range 3 {
 			if _, err := db.ExecContext(t.Context(), `WITH p AS (INSERT INTO `+s+`parent DEFAULT VALUES RETURNING id)
