@@ -155,7 +155,8 @@ type Attempt struct {
 type AttemptRecorder interface {
 	// RecordAttempts stores each attempt, and its log entry when it has
 	// one. An attempt whose delivery no longer exists is skipped, with its
-	// log entry.
+	// log entry. An attempt the Store cannot hold (text it cannot store)
+	// is refused alone, with store.ErrInvalid: the others are stored.
 	RecordAttempts(ctx context.Context, as []Attempt) error
 }
 

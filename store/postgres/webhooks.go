@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -371,10 +372,54 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, limit int, u
 // entries. Outside a transaction it is one statement per batch of distinct
 // deliveries, whose commit does not wait for the WAL flush: a database
 // crash may lose it, and then the deliveries are claimed again when their
-// lease ends (webhooks are delivered at least once). Inside a transaction it is UpdateDelivery and
-// AppendLog per attempt, durable with that transaction. An attempt whose
-// delivery is gone is skipped. It implements webhooks.AttemptRecorder.
+// lease ends (webhooks are delivered at least once). Inside a transaction
+// it is UpdateDelivery and AppendLog per attempt, durable with that
+// transaction. An attempt whose delivery is gone is skipped; one that
+// cannot be stored (see checkAttempt) is refused alone, with
+// store.ErrInvalid, and the others are stored. It implements
+// webhooks.AttemptRecorder.
 func (s *Store) RecordAttempts(ctx context.Context, as []webhooks.Attempt) error {
+	// An attempt holding what Postgres cannot store is refused alone,
+	// before a statement that would fail for the whole batch (or abort
+	// the caller's transaction).
+	var refused []error
+	storable := make([]webhooks.Attempt, 0, len(as))
+	for i, a := range as {
+		if err := checkAttempt(a); err != nil {
+			refused = append(refused, fmt.Errorf("postgres: attempt %d of the batch: %w", i, err))
+			continue
+		}
+		storable = append(storable, a)
+	}
+	return errors.Join(s.recordStorable(ctx, storable), errors.Join(refused...))
+}
+
+// checkAttempt refuses an attempt without its delivery or whose text
+// Postgres cannot store (not UTF-8, or a NUL byte) with store.ErrInvalid.
+func checkAttempt(a webhooks.Attempt) error {
+	d, e := a.Delivery, a.Entry
+	if d == nil {
+		return fmt.Errorf("an attempt without its delivery: %w", store.ErrInvalid)
+	}
+	texts := []string{d.ID, d.Status, d.LastError}
+	if e != nil {
+		texts = append(texts, e.ID, e.Type, e.Operation, e.Status, e.IntegrationKey, e.ConnectionID, e.Message)
+		if _, err := jsonArg("meta", e.Meta); err != nil {
+			return err
+		}
+	}
+	for _, t := range texts {
+		if !utf8.ValidString(t) || strings.IndexByte(t, 0) >= 0 {
+			return fmt.Errorf("text Postgres cannot store (not UTF-8, or a NUL byte): %w", store.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func (s *Store) recordStorable(ctx context.Context, as []webhooks.Attempt) error {
+	if len(as) == 0 {
+		return nil
+	}
 	if _, ok := liveTx(ctx, s.raw); ok {
 		for _, a := range as {
 			err := s.UpdateDelivery(ctx, a.Delivery)

@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"ActionTasks", actionTaskTests},
 		{"Text", textTests},
 		{"ChangeFeed", changeFeedTests},
+		{"Attempts", attemptTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -13,11 +13,29 @@ import (
 	"github.com/embedauth/connect/webhooks"
 )
 
+// attemptTests run when the Store implements webhooks.AttemptRecorder;
+// they are skipped otherwise.
+var attemptTests = []test{
+	{"Stored", recorderTest(testAttemptsStored)},
+	{"WithoutEntry", recorderTest(testAttemptsWithoutEntry)},
+	{"OneRefused", recorderTest(testAttemptsOneRefused)},
+}
+
+// recorderTest returns fn as a test of the suite, skipped when the Store
+// does not record attempts.
+func recorderTest(fn func(t *testing.T, s Store, r webhooks.AttemptRecorder)) func(t *testing.T, s Store) {
+	return func(t *testing.T, s Store) {
+		r, ok := s.(webhooks.AttemptRecorder)
+		if !ok {
+			t.Skip("the Store does not record attempts (webhooks.AttemptRecorder)")
+		}
+		fn(t, s, r)
+	}
+}
+
 // The outcomes of delivery attempts are stored with their log entries, an
 // attempt of a missing delivery skipped, in a transaction with it.
-func TestRecordAttempts(t *testing.T) {
-	t.Parallel()
-	s := openFile(t)
+func testAttemptsStored(t *testing.T, s Store, r webhooks.AttemptRecorder) {
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	env := &environments.Environment{Name: "dev", Account: "a", CreatedAt: now, UpdatedAt: now}
@@ -44,7 +62,7 @@ func TestRecordAttempts(t *testing.T) {
 	d2b := d2a
 	d2b.Status, d2b.Attempts, d2b.UpdatedAt = webhooks.StatusFailed, 2, at.Add(time.Second)
 	missing := webhooks.Delivery{ID: "nope", Status: webhooks.StatusDelivered, UpdatedAt: at}
-	err := s.RecordAttempts(ctx, []webhooks.Attempt{
+	err := r.RecordAttempts(ctx, []webhooks.Attempt{
 		{Delivery: &d1, Entry: entry("log1", map[string]any{"attempt": 1})},
 		{Delivery: &d2a, Entry: entry("log2", nil)},
 		{Delivery: &missing, Entry: entry("log3", nil)},
@@ -92,7 +110,7 @@ func TestRecordAttempts(t *testing.T) {
 	d3 := *ds[2]
 	d3.Status, d3.Attempts, d3.UpdatedAt = webhooks.StatusDelivered, 1, at
 	rollback := s.WithTx(ctx, func(ctx context.Context) error {
-		if err := s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: &d3, Entry: entry("log5", nil)},
+		if err := r.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: &d3, Entry: entry("log5", nil)},
 			{Delivery: &missing, Entry: entry("log6", nil)}}); err != nil {
 			return err
 		}
@@ -105,7 +123,7 @@ func TestRecordAttempts(t *testing.T) {
 		t.Errorf("rolled back attempt stored: %+v", g)
 	}
 	if err := s.WithTx(ctx, func(ctx context.Context) error {
-		return s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: &d3, Entry: entry("log5", nil)}})
+		return r.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: &d3, Entry: entry("log5", nil)}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +132,11 @@ func TestRecordAttempts(t *testing.T) {
 	}
 }
 
-// TestRecordAttemptsWithoutEntry: an attempt without a log entry (one the
+// testAttemptsWithoutEntry: an attempt without a log entry (one the
 // Deliverer's Sampler left out) stores its delivery's outcome and no
 // entry, in one statement with others that have theirs, and in a
 // transaction.
-func TestRecordAttemptsWithoutEntry(t *testing.T) {
-	t.Parallel()
-	s := openFile(t)
+func testAttemptsWithoutEntry(t *testing.T, s Store, r webhooks.AttemptRecorder) {
 	ctx := t.Context()
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	env := &environments.Environment{Name: "dev", Account: "a", CreatedAt: now, UpdatedAt: now}
@@ -143,11 +159,11 @@ func TestRecordAttemptsWithoutEntry(t *testing.T) {
 	}
 	entry := &oplog.Entry{ID: "log1", EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Status: "success",
 		Message: "m", CreatedAt: at}
-	if err := s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[0])}, {Delivery: done(ds[1]), Entry: entry}}); err != nil {
+	if err := r.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[0])}, {Delivery: done(ds[1]), Entry: entry}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.WithTx(ctx, func(ctx context.Context) error {
-		return s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[2])}})
+		return r.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[2])}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +184,7 @@ func TestRecordAttemptsWithoutEntry(t *testing.T) {
 
 // An attempt that cannot be stored (its log entry holds text no record can
 // hold) is refused alone: the others of the batch are stored.
-func TestRecordAttemptsOneRefused(t *testing.T) {
-	t.Parallel()
-	s := openFile(t)
+func testAttemptsOneRefused(t *testing.T, s Store, r webhooks.AttemptRecorder) {
 	ctx := t.Context()
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	env := &environments.Environment{Name: "dev", Account: "a", CreatedAt: now, UpdatedAt: now}
@@ -193,7 +207,7 @@ func TestRecordAttemptsOneRefused(t *testing.T) {
 	}
 	bad := &oplog.Entry{ID: "log1", EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Message: "a\x00b", CreatedAt: at}
 	good := &oplog.Entry{ID: "log2", EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Message: "ok", CreatedAt: at}
-	err := s.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[0]), Entry: bad}, {Delivery: done(ds[1]), Entry: good}})
+	err := r.RecordAttempts(ctx, []webhooks.Attempt{{Delivery: done(ds[0]), Entry: bad}, {Delivery: done(ds[1]), Entry: good}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("RecordAttempts = %v, want the refused attempt's ErrInvalid", err)
 	}
