@@ -51,7 +51,12 @@
 // as the whole integration; an import listing the connections it updates;
 // a rolled back transaction never listed; more pending changes than the
 // limit failing with ErrTooManyChanges and listing nothing; pruning by age,
-// after which a cursor still lists the next change).
+// after which a cursor still lists the next change); and, for a Store that
+// implements webhooks.AttemptRecorder (skipped otherwise), recorded attempts
+// (each delivery's outcome with its log entry or without one, an attempt of
+// a missing delivery skipped, later attempts of one delivery applied after
+// earlier ones, all or none in a transaction, an attempt that cannot be
+// stored refused alone while the rest of the batch is stored).
 //
 // Beyond the doc comments of the Store interfaces, the suite pins down these
 // choices, which both shipped stores make:
