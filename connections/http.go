@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -218,7 +219,12 @@ func APICredentials(c *Credentials, withRefreshToken bool) *APICredentialsBody {
 }
 
 func integrationKey(r *http.Request) (string, error) {
-	k := r.URL.Query().Get("provider_config_key")
+	return integrationKeyOf(r, r.URL.Query())
+}
+
+// integrationKeyOf is integrationKey with the request's query parsed.
+func integrationKeyOf(r *http.Request, q url.Values) (string, error) {
+	k := q.Get("provider_config_key")
 	if k == "" {
 		k = r.Header.Get("Provider-Config-Key")
 	}
@@ -290,13 +296,17 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		return nil
 	}
 	get := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
-		key, id, err := target(r)
+		id, err := connectionIDParam(r)
+		if err != nil {
+			return err
+		}
+		q := r.URL.Query()
+		key, err := integrationKeyOf(r, q)
 		if err != nil {
 			return err
 		}
 		var opts GetOptions
 		var withRefresh bool
-		q := r.URL.Query()
 		if opts.ForceRefresh, err = httpapi.BoolParam(q, "force_refresh"); err != nil {
 			return err
 		}
@@ -314,7 +324,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		if err != nil {
 			return err
 		}
-		httpapi.WriteJSON(w, http.StatusOK, APIFull(c, withCreds, withRefresh))
+		httpapi.WriteJSON(w, http.StatusOK, fullAnswer{c, withCreds, withRefresh})
 		return nil
 	}
 	importHandler := func(status int) httpapi.HandlerFunc {

@@ -2,64 +2,119 @@ package connections
 
 import (
 	"encoding/json"
+	"time"
 
+	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/internal/jsonvalue"
 )
 
-// AppendJSON appends c as json.Marshal writes it, byte for byte, without
-// reflection: GET /connections/{id} answers it on every read of a
-// connection's credentials.
-func (c APIConnectionFull) AppendJSON(dst []byte) ([]byte, error) {
+// fullAnswer is the answer of GET /connections/{id}: APIFull(c,
+// withCredentials, withRefreshToken), written by AppendJSON byte for byte
+// as json.Marshal writes that, without building it or reflecting on it.
+type fullAnswer struct {
+	c                                 *Connection
+	withCredentials, withRefreshToken bool
+}
+
+// AppendJSON implements httpapi.JSONAppender.
+func (a fullAnswer) AppendJSON(dst []byte) ([]byte, error) {
+	c := a.c
 	var err error
 	dst = append(dst, `{"id":`...)
 	dst = jsonInt(dst, c.ID)
 	dst = append(dst, `,"connection_id":`...)
 	dst = jsonvalue.AppendString(dst, c.ConnectionID)
 	dst = append(dst, `,"provider_config_key":`...)
-	dst = jsonvalue.AppendString(dst, c.ProviderConfigKey)
+	dst = jsonvalue.AppendString(dst, c.IntegrationKey)
 	dst = append(dst, `,"provider":`...)
 	dst = jsonvalue.AppendString(dst, c.Provider)
 	dst = append(dst, `,"connection_config":`...)
-	if dst, err = jsonvalue.Append(dst, c.ConnectionConfig); err != nil {
+	if c.ConnectionConfig == nil {
+		dst = append(dst, "{}"...)
+	} else if dst, err = jsonvalue.Append(dst, c.ConnectionConfig); err != nil {
 		return dst, err
 	}
 	dst = append(dst, `,"webhook_url_override":`...)
-	dst = appendStringPtr(dst, c.WebhookURLOverride)
+	if c.WebhookURLOverride == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = jsonvalue.AppendString(dst, c.WebhookURLOverride)
+	}
 	dst = append(dst, `,"created_at":`...)
-	dst = jsonvalue.AppendString(dst, c.CreatedAt)
+	dst = appendTime(dst, c.CreatedAt)
 	dst = append(dst, `,"updated_at":`...)
-	dst = jsonvalue.AppendString(dst, c.UpdatedAt)
+	dst = appendTime(dst, c.UpdatedAt)
 	dst = append(dst, `,"last_fetched_at":`...)
-	dst = appendStringPtr(dst, c.LastFetchedAt)
+	if c.LastFetchedAt == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendTime(dst, *c.LastFetchedAt)
+	}
 	dst = append(dst, `,"metadata":`...)
 	if dst, err = jsonvalue.Append(dst, c.Metadata); err != nil {
 		return dst, err
 	}
 	dst = append(dst, `,"errors":`...)
-	dst = appendErrors(dst, c.Errors)
+	dst = appendErrors(dst, nonNilErrors(c.Errors))
 	dst = append(dst, `,"end_user":`...)
-	dst = c.EndUser.appendJSON(dst)
+	dst = appendEndUser(dst, c.Tags)
 	dst = append(dst, `,"tags":`...)
-	dst = jsonvalue.AppendStringMap(dst, c.Tags)
-	if c.Credentials != nil {
+	if c.Tags == nil {
+		dst = append(dst, "{}"...)
+	} else {
+		dst = jsonvalue.AppendStringMap(dst, c.Tags)
+	}
+	if a.withCredentials && c.Credentials != nil {
 		dst = append(dst, `,"credentials":`...)
-		if dst, err = c.Credentials.appendJSON(dst); err != nil {
+		if dst, err = APICredentials(c.Credentials, a.withRefreshToken).appendJSON(dst); err != nil {
 			return dst, err
 		}
 	}
 	return append(dst, '}'), nil
 }
 
+// appendTime appends t as the string httpapi.Time returns, which needs no
+// escaping.
+func appendTime(dst []byte, t time.Time) []byte {
+	dst = append(dst, '"')
+	dst = t.UTC().AppendFormat(dst, httpapi.TimeFormat)
+	return append(dst, '"')
+}
+
+// appendEndUser appends what apiEndUser(tags) is as JSON.
+func appendEndUser(dst []byte, tags map[string]string) []byte {
+	id := tags[TagEndUserID]
+	if id == "" {
+		return append(dst, "null"...)
+	}
+	optional := func(dst []byte, k string) []byte {
+		if v := tags[k]; v != "" {
+			return jsonvalue.AppendString(dst, v)
+		}
+		return append(dst, "null"...)
+	}
+	dst = append(dst, `{"id":`...)
+	dst = jsonvalue.AppendString(dst, id)
+	dst = append(dst, `,"display_name":`...)
+	dst = optional(dst, TagEndUserDisplayName)
+	dst = append(dst, `,"email":`...)
+	dst = optional(dst, TagEndUserEmail)
+	dst = append(dst, `,"tags":{},"organization":`...)
+	if org := tags[TagOrganizationID]; org != "" {
+		dst = append(dst, `{"id":`...)
+		dst = jsonvalue.AppendString(dst, org)
+		dst = append(dst, `,"display_name":`...)
+		dst = optional(dst, TagOrganizationDisplayName)
+		dst = append(dst, '}')
+	} else {
+		dst = append(dst, "null"...)
+	}
+	return append(dst, '}')
+}
+
 func jsonInt(dst []byte, n int64) []byte {
 	b, _ := jsonvalue.Append(dst, n)
 	return b
-}
-
-func appendStringPtr(dst []byte, s *string) []byte {
-	if s == nil {
-		return append(dst, "null"...)
-	}
-	return jsonvalue.AppendString(dst, *s)
 }
 
 func appendErrors(dst []byte, errs []Error) []byte {
@@ -78,31 +133,6 @@ func appendErrors(dst []byte, errs []Error) []byte {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']')
-}
-
-func (u *APIEndUser) appendJSON(dst []byte) []byte {
-	if u == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, `{"id":`...)
-	dst = jsonvalue.AppendString(dst, u.ID)
-	dst = append(dst, `,"display_name":`...)
-	dst = appendStringPtr(dst, u.DisplayName)
-	dst = append(dst, `,"email":`...)
-	dst = appendStringPtr(dst, u.Email)
-	dst = append(dst, `,"tags":`...)
-	dst = jsonvalue.AppendStringMap(dst, u.Tags)
-	dst = append(dst, `,"organization":`...)
-	if u.Organization == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, `{"id":`...)
-		dst = jsonvalue.AppendString(dst, u.Organization.ID)
-		dst = append(dst, `,"display_name":`...)
-		dst = appendStringPtr(dst, u.Organization.DisplayName)
-		dst = append(dst, '}')
-	}
-	return append(dst, '}')
 }
 
 // appendJSON appends b as its MarshalJSON writes it. The fields of the

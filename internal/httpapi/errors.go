@@ -162,11 +162,16 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		buf.WriteString(`{"error":{"code":"server_error","message":"An internal error occurred."}}` + "\n")
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	// The keys are canonical already: no Set, which canonicalises them.
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }
+
+// jsonContentType is the Content-Type of WriteJSON's answers, shared by
+// them: net/http only reads a header's values.
+var jsonContentType = []string{"application/json; charset=utf-8"}
 
 // jsonBuffers are WriteJSON's buffers.
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
