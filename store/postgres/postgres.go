@@ -22,6 +22,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/internal/batch"
+	"github.com/embedauth/connect/internal/jsonvalue"
 	"github.com/embedauth/connect/store"
 )
 
@@ -456,7 +457,7 @@ func decodeJSON(field string, b []byte, dst any) error {
 			return nil
 		}
 	}
-	if err := json.Unmarshal(b, dst); err != nil {
+	if err := jsonvalue.Unmarshal(string(b), dst); err != nil {
 		return fmt.Errorf("postgres: decode %s: %w", field, err)
 	}
 	return nil

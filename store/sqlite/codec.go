@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/embedauth/connect/internal/jsonvalue"
 )
 
 // Timestamps are stored as INTEGER microseconds since the Unix epoch (UTC),
@@ -56,7 +58,7 @@ func fromJSON(v sql.NullString, dst any) error {
 	if !v.Valid {
 		return nil
 	}
-	if err := json.Unmarshal([]byte(v.String), dst); err != nil {
+	if err := jsonvalue.Unmarshal(v.String, dst); err != nil {
 		return fmt.Errorf("sqlite: decode JSON: %w", err)
 	}
 	return nil
