@@ -33,23 +33,34 @@ func recorderTest(fn func(t *testing.T, s Store, r webhooks.AttemptRecorder)) fu
 	}
 }
 
-// The outcomes of delivery attempts are stored with their log entries, an
-// attempt of a missing delivery skipped, in a transaction with it.
-func testAttemptsStored(t *testing.T, s Store, r webhooks.AttemptRecorder) {
-	ctx := context.Background()
+// attemptFixture creates an environment and a pending delivery of each id
+// in it, made by set from a common one.
+func attemptFixture(t *testing.T, s Store, set func(d *webhooks.Delivery), ids ...string) (*environments.Environment, []*webhooks.Delivery) {
+	t.Helper()
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	env := &environments.Environment{Name: "dev", Account: "a", CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateEnvironment(ctx, env); err != nil {
+	if err := s.CreateEnvironment(t.Context(), env); err != nil {
 		t.Fatal(err)
 	}
 	var ds []*webhooks.Delivery
-	for _, id := range []string{"d1", "d2", "d3"} {
-		ds = append(ds, &webhooks.Delivery{ID: id, EnvironmentID: env.ID, EventID: "e1", Type: "auth", URL: "https://x.example",
-			Body: []byte(`{"a":1}`), Status: webhooks.StatusPending, CreatedAt: now, UpdatedAt: now})
+	for _, id := range ids {
+		d := &webhooks.Delivery{ID: id, EnvironmentID: env.ID, EventID: "e1", URL: "https://x.example",
+			Body: []byte(`{}`), Status: webhooks.StatusPending, CreatedAt: now, UpdatedAt: now}
+		set(d)
+		ds = append(ds, d)
 	}
-	if err := s.CreateDeliveries(ctx, ds...); err != nil {
+	if err := s.CreateDeliveries(t.Context(), ds...); err != nil {
 		t.Fatal(err)
 	}
+	return env, ds
+}
+
+// The outcomes of delivery attempts are stored with their log entries, an
+// attempt of a missing delivery skipped, in a transaction with it.
+func testAttemptsStored(t *testing.T, s Store, r webhooks.AttemptRecorder) {
+	ctx := t.Context()
+	env, ds := attemptFixture(t, s, func(d *webhooks.Delivery) { d.Type, d.Body = "auth", []byte(`{"a":1}`) }, "d1", "d2", "d3")
+	now := ds[0].CreatedAt
 	at := now.Add(time.Second)
 	entry := func(id string, meta map[string]any) *oplog.Entry {
 		return &oplog.Entry{ID: id, EnvironmentID: env.ID, Type: "webhook", Operation: "delivery", Status: "success",
@@ -138,19 +149,8 @@ func testAttemptsStored(t *testing.T, s Store, r webhooks.AttemptRecorder) {
 // transaction.
 func testAttemptsWithoutEntry(t *testing.T, s Store, r webhooks.AttemptRecorder) {
 	ctx := t.Context()
-	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	env := &environments.Environment{Name: "dev", Account: "a", CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateEnvironment(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	var ds []*webhooks.Delivery
-	for _, id := range []string{"d1", "d2", "d3"} {
-		ds = append(ds, &webhooks.Delivery{ID: id, EnvironmentID: env.ID, EventID: "e1", Type: webhooks.TypeForward, URL: "https://x.example",
-			Body: []byte(`{}`), Status: webhooks.StatusPending, CreatedAt: now, UpdatedAt: now, Unverified: true})
-	}
-	if err := s.CreateDeliveries(ctx, ds...); err != nil {
-		t.Fatal(err)
-	}
+	env, ds := attemptFixture(t, s, func(d *webhooks.Delivery) { d.Type, d.Unverified = webhooks.TypeForward, true }, "d1", "d2", "d3")
+	now := ds[0].CreatedAt
 	at := now.Add(time.Second)
 	done := func(d *webhooks.Delivery) *webhooks.Delivery {
 		c := *d
@@ -186,19 +186,8 @@ func testAttemptsWithoutEntry(t *testing.T, s Store, r webhooks.AttemptRecorder)
 // hold) is refused alone: the others of the batch are stored.
 func testAttemptsOneRefused(t *testing.T, s Store, r webhooks.AttemptRecorder) {
 	ctx := t.Context()
-	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	env := &environments.Environment{Name: "dev", Account: "a", CreatedAt: now, UpdatedAt: now}
-	if err := s.CreateEnvironment(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	var ds []*webhooks.Delivery
-	for _, id := range []string{"d1", "d2"} {
-		ds = append(ds, &webhooks.Delivery{ID: id, EnvironmentID: env.ID, EventID: "e1", Type: "auth", URL: "https://x.example",
-			Body: []byte(`{}`), Status: webhooks.StatusPending, CreatedAt: now, UpdatedAt: now})
-	}
-	if err := s.CreateDeliveries(ctx, ds...); err != nil {
-		t.Fatal(err)
-	}
+	env, ds := attemptFixture(t, s, func(d *webhooks.Delivery) { d.Type = "auth" }, "d1", "d2")
+	now := ds[0].CreatedAt
 	at := now.Add(time.Second)
 	done := func(d *webhooks.Delivery) *webhooks.Delivery {
 		c := *d
