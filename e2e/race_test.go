@@ -10,6 +10,7 @@ package e2e
 var raceBuildFlags = []string{
 	"-race",
 	"-gcflags=modernc.org/sqlite/lib=-race=false -d=checkptr=0",
+	"-gcflags=modernc.org/libquickjs=-race=false -d=checkptr=0",
 	"-gcflags=modernc.org/libc/...=-d=checkptr=0",
 	"-gcflags=modernc.org/memory=-d=checkptr=0",
 }
