@@ -11,7 +11,9 @@
 // and those of async and generator functions). The global object has no
 // process and no fetch; its require resolves only the modules the host
 // gave in [Options.Modules] and refuses every other with an error naming
-// it. console writes to [Options.Console]. [Box.Load] runs a CommonJS
+// it. console writes to [Options.Console]. Buffer (utf8, base64,
+// base64url, hex, latin1, ascii and utf16le, as Node reads and writes
+// them: checked against Node's answers), btoa and atob are there. [Box.Load] runs a CommonJS
 // module (what the nango CLI compiles a function to), [Box.Eval] a script.
 //
 // What cannot be preempted: a long call of a native built-in (one

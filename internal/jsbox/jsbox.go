@@ -1,6 +1,7 @@
 package jsbox
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,6 +113,11 @@ const hardening = `(() => {
 	});
 })();`
 
+// bufferJS installs Buffer, btoa and atob.
+//
+//go:embed buffer.js
+var bufferJS string
+
 // New returns a Box with its limits set and its globals hardened.
 func New(opts Options) (*Box, error) {
 	l := opts.Limits
@@ -153,6 +159,9 @@ func New(opts Options) (*Box, error) {
 	)
 	if err == nil {
 		_, err = vm.Eval(hardening, quickjs.EvalGlobal)
+	}
+	if err == nil {
+		_, err = vm.Eval(bufferJS, quickjs.EvalGlobal)
 	}
 	for name, src := range opts.Modules {
 		if err == nil {
