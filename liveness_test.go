@@ -210,10 +210,12 @@ func TestRetentionSparesARunningSync(t *testing.T) {
 // TestLostHeartbeatAnswer: a heartbeat write that was applied but whose
 // answer was lost (a write cut short by a cancelled context, a dropped
 // connection) leaves the process with an old version of its run. The
-// run still ends with its own outcome, once: before, its final write
-// failed on the version, the run stayed RUNNING until a reaper ended it as
-// interrupted (a sync STOPPED with its records saved), and an async action
-// ran again.
+// run still ends with its own outcome, once, and its later heartbeats are
+// stored: before, its final write failed on the version, the run stayed
+// RUNNING until a reaper ended it as interrupted (a sync STOPPED with its
+// records saved), and an async action ran again; and an async action's
+// next heartbeat took the lost one for a reaper's change and abandoned
+// the attempt.
 func TestLostHeartbeatAnswer(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
 		h := &hookedStore{Store: b.store}
@@ -228,13 +230,18 @@ func TestLostHeartbeatAnswer(t *testing.T) {
 			return err
 		}
 		var runningWrites atomic.Int32
+		beatAfterLost := make(chan struct{})
+		var afterOnce sync.Once
 		h.afterUpdateActionTask = func(tk *functions.ActionTask) error {
 			if tk.Status != functions.TaskRunning || tk.ActionName != "wait" {
 				return nil
 			}
 			err := error(nil)
-			if runningWrites.Add(1) > 1 { // a heartbeat, not the start
+			switch n := runningWrites.Add(1); {
+			case n == 2: // the first heartbeat: its answer is lost
 				taskOnce.Do(func() { err = context.Canceled; close(lostTask) })
+			case n > 2: // a heartbeat stored after it
+				afterOnce.Do(func() { close(beatAfterLost) })
 			}
 			return err
 		}
@@ -256,8 +263,11 @@ func TestLostHeartbeatAnswer(t *testing.T) {
 		f := setupSyncConfig(t, b.with(h), nil, sy,
 			functions.NewAction("fx", "wait", func(ctx context.Context, c *functions.Context, in struct{}) (map[string]int32, error) {
 				n := actionRuns.Add(1)
+				// The attempt outlives the lost answer by a heartbeat,
+				// which must be stored too, not taken for a reaper's
+				// change.
 				select {
-				case <-lostTask:
+				case <-beatAfterLost:
 					return map[string]int32{"run": n}, nil
 				case <-ctx.Done():
 					return nil, ctx.Err()

@@ -366,7 +366,10 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 			u := *t
 			u.UpdatedAt = s.nowUTC()
 			wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), s.staleAfter())
-			err := s.st.UpdateActionTask(wctx, &u)
+			// updateOwnTask: a newer version of this attempt, still
+			// running, is an earlier heartbeat whose answer was lost, not
+			// a reaper.
+			err := s.updateOwnTask(wctx, &u)
 			wcancel()
 			if err == nil {
 				*t = u
