@@ -17,6 +17,7 @@ import (
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/functions"
+	"github.com/embedauth/connect/functions/jsruntime"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/cache"
 	"github.com/embedauth/connect/internal/httpapi"
@@ -416,6 +417,10 @@ type FunctionsConfig struct {
 	// action (default functions.DefaultRetryBackoff: 3 seconds, doubling,
 	// at most 5 minutes).
 	RetryBackoff func(n int) time.Duration
+	// JavaScript configures the runtime of functions deployed with the
+	// nango CLI (memory, call depth and how many run at once); the zero
+	// value keeps jsruntime's defaults.
+	JavaScript jsruntime.Options
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -660,6 +665,17 @@ func New(cfg Config) (*Service, error) {
 		RetryBackoff:  cfg.Functions.RetryBackoff,
 	})
 	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	js := cfg.Functions.JavaScript
+	if js.Logger == nil {
+		js.Logger = cfg.Logger
+	}
+	jsrt, err := jsruntime.New(js)
+	if err != nil {
+		return nil, fmt.Errorf("connect: Config.Functions.JavaScript: %w", err)
+	}
+	if err := s.functions.AddRuntime(jsruntime.Name, jsrt); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	if err := s.functions.RegisterJobs(s.scheduler); err != nil {

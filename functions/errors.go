@@ -181,6 +181,7 @@ func Classify(err error) *Failure {
 		ae    *ActionError
 		ie    *InputError
 		pe    *PanicError
+		se    *ScriptError
 		ended *endedError
 		bad   = func(status int, code, msg string, payload any) *Failure {
 			return &Failure{Status: status, Body: FailureBody{Error: FailureDetail{Code: code, Message: msg, Payload: payload}}}
@@ -220,6 +221,8 @@ func Classify(err error) *Failure {
 		return bad(http.StatusInternalServerError, "execution_timeout", "The function ran past its deadline.", nil)
 	case errors.Is(err, context.Canceled):
 		return bad(http.StatusGone, "script_aborted", "The function run was cancelled.", nil)
+	case errors.As(err, &se):
+		return bad(http.StatusInternalServerError, "script_internal_error", "The function failed with an internal error.", se.payload())
 	case errors.As(err, &pe):
 		msg := fmt.Sprint(pe.Value)
 		if v, ok := pe.Value.(error); ok {
