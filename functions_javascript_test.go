@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,100 @@ func TestJSSandbox(t *testing.T) {
 		if r.obj()["polluted"] != "no" || r.obj()["push"] != float64(1) {
 			t.Errorf("one run's changes to the built-ins reached the next: %s", r.raw)
 		}
+	})
+}
+
+// jsIssueSync reads the issueAPI with nango.paginate, saves pages with
+// batchSave, checkpoints each page, detects deletes, and reports what
+// listRecords and getRecordsByIds read into the connection's metadata.
+const jsIssueSync = `"use strict";
+module.exports.default = {
+	type: 'sync',
+	exec: async (nango) => {
+		const cp = await nango.getCheckpoint();
+		await nango.trackDeletesStart('Issue');
+		let pages = 0;
+		for await (const page of nango.paginate({ endpoint: '/issues',
+			paginate: { type: 'cursor', cursor_name_in_request: 'cursor', cursor_path_in_response: 'next', response_path: 'issues' } })) {
+			await nango.batchSave(page.map((i) => ({ ...i, _nango_metadata: { x: 1 } })), 'Issue');
+			pages++;
+			await nango.saveCheckpoint({ runs: ((cp && cp.runs) || 0) + 1, pages });
+		}
+		await nango.trackDeletesEnd('Issue');
+		const seen = [];
+		for await (const r of nango.listRecords('Issue')) seen.push(r.id);
+		const got = await nango.getRecordsByIds(['i1', 'nope'], 'Issue');
+		await nango.updateMetadata({ listed: seen.length, got: got.size, title: got.get('i1').title, variant: nango.variant,
+			first: nango.lastSyncDate === undefined, pages });
+	},
+	onWebhook: async (nango, payload) => {
+		await nango.batchUpdate([{ id: payload.id, title: payload.title }], 'Issue');
+	},
+};
+`
+
+func TestJSSyncRuns(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		api := &issueAPI{pageSize: 100}
+		api.set(250, func(i int) string { return "issue " + strconv.Itoa(i) })
+		fb := setupFunctionsAPI(t, b, nil, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/issues" {
+				api.serve(w, r)
+				return
+			}
+			http.NotFound(w, r)
+		})
+		f := &syncFixture{fnBundle: fb, issues: api}
+		start := time.Now()
+		deployJS(t, fb, functions.KindSync, "issues", jsIssueSync, functions.Definition{Runs: "every hour", AutoStart: true,
+			Models: []functions.Model{functions.ModelOf[issue]("Issue")}})
+		st := f.waitRun(t, "issues", start)
+		if st["status"] != functions.StatusSuccess {
+			t.Fatalf("the JavaScript sync's run: %v", st)
+		}
+		if res := st["latestResult"].(map[string]any)["Issue"].(map[string]any); res["added"] != float64(250) {
+			t.Fatalf("the run counted %v, want 250 added", res)
+		}
+		recs := f.records(t, "")
+		if len(recs) != 250 || recs[0]["title"] == nil || recs[0]["_nango_metadata"].(map[string]any)["x"] != nil {
+			t.Fatalf("GET /records listed %d records (first %v)", len(recs), recs[0])
+		}
+		meta := fb.mustDo(t, 200, req{method: "GET", path: "/connection/c1?provider_config_key=fx"}).obj()["metadata"].(map[string]any)
+		if meta["listed"] != float64(250) || meta["got"] != float64(1) || meta["title"] != "issue 1" || meta["variant"] != "base" || meta["first"] != true || meta["pages"] != float64(3) {
+			t.Errorf("what the run read: %v", meta)
+		}
+		if cp, _ := st["checkpoint"].(map[string]any); cp["runs"] != float64(1) || cp["pages"] != float64(3) {
+			t.Errorf("the checkpoint after the run: %v", st["checkpoint"])
+		}
+
+		// Ten issues gone: the next run deletes their records.
+		api.set(240, func(i int) string { return "issue " + strconv.Itoa(i) })
+		before := time.Now()
+		fb.mustDo(t, 200, req{method: "POST", path: "/sync/trigger", body: `{"syncs":["issues"],"provider_config_key":"fx","connection_id":"c1"}`})
+		st = f.waitRun(t, "issues", before)
+		if res := st["latestResult"].(map[string]any)["Issue"].(map[string]any); st["status"] != functions.StatusSuccess || res["deleted"] != float64(10) {
+			t.Fatalf("the second run: %v", st)
+		}
+		if del := f.records(t, "&filter=deleted"); len(del) != 10 {
+			t.Errorf("%d deleted records, want 10", len(del))
+		}
+		meta = fb.mustDo(t, 200, req{method: "GET", path: "/connection/c1?provider_config_key=fx"}).obj()["metadata"].(map[string]any)
+		if meta["first"] != false {
+			t.Errorf("lastSyncDate on the second run: first = %v", meta["first"])
+		}
+	})
+}
+
+func TestJSOnEvent(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setupFunctions(t, b, nil)
+		deployJS(t, bu, functions.KindOnEvent, "setup", `module.exports.default = { type: 'onEvent', event: 'post-connection-creation',
+			exec: async (nango) => { await nango.log('setting up', { level: 'info' }); await nango.setMetadata({ set_up: nango.connectionId, type: nango.scriptType }); } };`,
+			functions.Definition{Event: functions.EventPostConnectionCreation})
+		bu.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"fx","connection_id":"c2","api_key":"sk-2"}`})
+		waitFor(t, 20*time.Second, "the on-event function's metadata", func() bool {
+			m, _ := bu.mustDo(t, 200, req{method: "GET", path: "/connection/c2?provider_config_key=fx"}).obj()["metadata"].(map[string]any)
+			return m["set_up"] == "c2" && m["type"] == "on-event"
+		})
 	})
 }
