@@ -60,6 +60,7 @@ function answer(req, url, body) {
     if (p === '/functions/deployments/bundle/preview') return mode === 'error' ? [400, errorBody] : [200, emptyBundle];
     if (p === '/functions/deployments/bundle') return mode === 'error' || mode === 'deploy-error' ? [400, errorBody] : [200, emptyBundle];
     if (p === '/connections') return [200, { connections: [{ ...connection, connection_id: url.searchParams.get('connectionId') || 'c1' }] }];
+    if (p.startsWith('/connections/')) return [200, { ...connection, connection_id: decodeURIComponent(p.slice('/connections/'.length)) }];
     if (p.startsWith('/connection/metadata')) return [200, body ?? {}];
     if (p.startsWith('/connection/')) return [200, { ...connection, connection_id: decodeURIComponent(p.slice('/connection/'.length)) }];
     if (p.startsWith('/integrations/')) return [200, { data: { unique_key: p.split('/')[2], provider: 'github', display_name: 'GitHub', logo: '', created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z' } }];
