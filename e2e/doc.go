@@ -3,6 +3,12 @@
 // the connect UI and the published @nangohq/frontend, each pinned to exactly 0.71.10 in
 // e2e/package.json and e2e/package-lock.json. The package has no non-test code.
 //
+// e2e/package.json also pins the Nango CLI (nango@0.71.10, with the zod 4.3.6 it requires), for
+// e2e/nango-project: a small zero-yaml Nango project of our own that the real CLI compiles
+// (build.sh) and deploys to a capture server (capture.sh). Their outputs are test data:
+// functions/jsruntime/testdata/cli (the compiled .cjs) and functions/testdata/deploy (the
+// deploy request bodies).
+//
 // TestNodeClient builds ./examples/server (once per run of the package's tests; with -race
 // when the test binary has it, with the flags of scripts/test: see race_test.go), creates a
 // fresh Postgres database connect_e2e_<random> through TEST_DATABASE_URL, starts the server on
