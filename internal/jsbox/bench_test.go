@@ -1,7 +1,10 @@
 package jsbox_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/embedauth/connect/internal/jsbox"
 )
@@ -27,4 +30,84 @@ module.exports.default = fn;`
 		}
 		box.Close()
 	}
+}
+
+// BenchmarkZod: a fresh Box that requires zod and parses with it, zod
+// loaded from the bytecode compiled once per process (as require('zod')
+// loads it) against zod compiled from its source in each Box (Load of
+// zod.js). Variants:
+//   - box: a fresh Box that does not require zod, what every run pays.
+//   - bytecode, source: the two ways, each on its own.
+//   - ratio: both interleaved in blocks of 10 in one run; it reports
+//     bytecode-ns/op, source-ns/op and ratio (source / bytecode), and
+//     prints them.
+func BenchmarkZod(b *testing.B) {
+	src, err := os.ReadFile("zod.js")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const use = `const { z } = require(%q); z.object({ id: z.string().min(1), n: z.number().optional() }).parse({ id: 'x', extra: 1 }).id`
+	run := func(b *testing.B, load func(*jsbox.Box) (string, error)) {
+		box, err := jsbox.New(jsbox.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer box.Close()
+		name, err := load(box)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v, err := box.Eval(fmt.Sprintf(use, name)); err != nil || v != "x" {
+			b.Fatal(v, err)
+		}
+	}
+	bytecode := func(b *testing.B) {
+		run(b, func(*jsbox.Box) (string, error) { return "zod", nil })
+	}
+	source := func(b *testing.B) {
+		run(b, func(box *jsbox.Box) (string, error) { return "zod-source", box.Load("zod-source", string(src)) })
+	}
+	bytecode(b) // compiles zod once, before any timing
+	b.Run("box", func(b *testing.B) {
+		for b.Loop() {
+			box, err := jsbox.New(jsbox.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			box.Close()
+		}
+	})
+	b.Run("bytecode", func(b *testing.B) {
+		for b.Loop() {
+			bytecode(b)
+		}
+	})
+	b.Run("source", func(b *testing.B) {
+		for b.Loop() {
+			source(b)
+		}
+	})
+	b.Run("ratio", func(b *testing.B) {
+		const block = 10
+		var spent [2]time.Duration
+		for start := 0; start < b.N; start += block {
+			end := min(start+block, b.N)
+			for k, op := range []func(*testing.B){bytecode, source} {
+				t := time.Now()
+				for range end - start {
+					op(b)
+				}
+				spent[k] += time.Since(t)
+			}
+		}
+		b.StopTimer()
+		perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+		bc, sc := perOp(spent[0]), perOp(spent[1])
+		b.ReportMetric(bc, "bytecode-ns/op")
+		b.ReportMetric(sc, "source-ns/op")
+		b.ReportMetric(sc/bc, "ratio")
+		if b.N >= block {
+			fmt.Printf("fresh Box + zod: from bytecode %.2f ms/op, from source %.2f ms/op, ratio %.1f (N=%d)\n", bc/1e6, sc/1e6, sc/bc, b.N)
+		}
+	})
 }

@@ -6,15 +6,55 @@
 // other's state. It has a memory limit, a call depth limit and a deadline
 // ([Limits]); exceeding one ends the evaluation with an error
 // ([ErrMemory], [ErrStack], [ErrTimeout]; inside a promise's job it
-// rejects that promise instead, as any exception does) and leaves the host and other runs unharmed.
-// Code generation from strings is refused (eval, the Function constructor
-// and those of async and generator functions). The global object has no
-// process and no fetch; its require resolves only the modules the host
-// gave in [Options.Modules] and refuses every other with an error naming
-// it. console writes to [Options.Console]. Buffer (utf8, base64,
-// base64url, hex, latin1, ascii and utf16le, as Node reads and writes
-// them: checked against Node's answers), btoa and atob are there. [Box.Load] runs a CommonJS
-// module (what the nango CLI compiles a function to), [Box.Eval] a script.
+// rejects that promise instead, as any exception does) and leaves the host
+// and other runs unharmed.
+//
+// # What code sees
+//
+// What Nango's Node runner gives a function, no more:
+//
+//   - require, which resolves url and crypto (and their node: names), zod
+//     (4.3.6, the version the nango CLI pins, bundled) and the modules the
+//     host gives ([Options.Modules], [Options.Programs]); any other name
+//     (fs, child_process, …) is refused with an error naming it.
+//   - URL and URLSearchParams (the WHATWG standard, as Node 20 answers it:
+//     checked against Node's answers), and require('url') with them,
+//     domainToASCII, domainToUnicode and format of a URL.
+//   - crypto's createHash and createHmac (md5, sha1, sha224, sha256,
+//     sha384, sha512), randomUUID, randomBytes (at most 1 MiB at once) and
+//     timingSafeEqual, over Go's crypto packages.
+//   - setTimeout and clearTimeout (no setInterval, no setImmediate).
+//   - Buffer (utf8, base64, base64url, hex, latin1, ascii and utf16le, as
+//     Node reads and writes them), btoa and atob.
+//   - console, which writes to [Options.Console].
+//
+// There is no process, no fetch, no global crypto. Code generation from
+// strings is refused (eval, the Function constructor and those of async
+// and generator functions, however reached). The host adds functions of
+// its own with [Box.Func]; their arguments and answers cross as JSON, and
+// they throw what the host returns as an error ([Throw] for a value of its
+// choosing).
+//
+// # Running code
+//
+// [Box.Load] runs a CommonJS module, [Box.EvalContext] (and [Box.Eval]) a
+// script. An evaluation runs the script, then the jobs its promises
+// queued, then its timers: when no job is left it waits for the earliest
+// timer (a timer due after the deadline is ErrTimeout at once), runs it,
+// and goes on. When the script's value is a promise, the evaluation
+// answers what it settles to ([ErrUnsettled] when nothing is left that
+// could settle it). Cancelling the context interrupts the JavaScript and
+// ends a wait.
+//
+// [Compile] compiles a module to bytecode once, as a [Program] that any
+// number of Boxes load ([Box.LoadProgram]) without parsing it again: a
+// deployed function is compiled once per deployment, and each run loads it
+// into a fresh Box. The bytecode keeps the module's name as the file name
+// and its line numbers for stack traces (columns of the first line are
+// [ModuleColumnOffset] to the right). The modules the Box provides are
+// compiled once per process, and a Box reads one only when code requires
+// it: zod costs a run a few milliseconds when it is used, nothing when it
+// is not.
 //
 // What cannot be preempted: a long call of a native built-in (one
 // Array.prototype.join over a hundred million elements, say) runs to its

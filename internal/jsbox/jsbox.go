@@ -1,11 +1,13 @@
 package jsbox
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/quickjs"
@@ -29,7 +31,8 @@ type Limits struct {
 	// MaxCallDepth. Zero keeps the engine's own bound, about 5,000 calls.
 	CallDepth int
 	// Timeout is how long each evaluation (the module's load, each call)
-	// may run. Defaults to DefaultTimeout.
+	// may run, the time its timers wait included. Defaults to
+	// DefaultTimeout.
 	Timeout time.Duration
 }
 
@@ -40,13 +43,26 @@ var (
 	ErrStack   = errors.New("jsbox: the run's calls nested deeper than its limit")
 )
 
+// ErrUnsettled is the error of an evaluation whose value is a promise that
+// can never settle: no job, no timer is left that could settle it (as in
+// `new Promise(() => {})`).
+var ErrUnsettled = errors.New("jsbox: the promise never settles: nothing is left to run")
+
 // Options configure New.
 type Options struct {
 	Limits Limits
-	// Modules are the modules require resolves, by name: the source of a
-	// CommonJS module (it sets module.exports). Every other name is
-	// refused.
+	// Modules are modules require resolves, by name: the source of a
+	// CommonJS module (it sets module.exports), compiled when it is first
+	// required.
 	Modules map[string]string
+	// Programs are modules require resolves by their names, compiled
+	// once ([Compile]) for many Boxes. A Program and a Module of the same
+	// name: the Program is used.
+	//
+	// Besides these, require resolves url, crypto (and their node: names)
+	// and zod, and refuses every other name with an error naming it. A
+	// Module or Program named zod replaces the bundled zod.
+	Programs []*Program
 	// Console receives what console.log, info, warn, error and debug
 	// write: the level ("log", "info", "warn", "error", "debug") and the
 	// arguments, formatted as Node formats strings and JSON for the rest.
@@ -59,64 +75,57 @@ type Options struct {
 type Box struct {
 	vm      *quickjs.VM
 	timeout time.Duration
+	timers  timers
+	// fire, install and promised are functions of bootstrap.js the host
+	// calls: fire runs a timer's callback, install a host function added
+	// by Func, promised answers whether a value is a promise.
+	fire, install, promised quickjs.Value
+
+	programs map[string]*Program
+	sources  map[string]string
+	funcs    map[string]bool
+	closed   bool
 }
 
-// hardening runs before any other code. It makes code generation from
-// strings throw (eval, and the constructors of every kind of function,
-// reachable from any function's constructor property) while instanceof
-// Function still works, and installs require and console over the host
-// functions.
-const hardening = `(() => {
-	'use strict';
-	const refuse = function () { throw new EvalError('code generation from strings is not allowed in functions'); };
-	const kinds = [function () {}, async function () {}, function* () {}, async function* () {}];
-	for (const k of kinds) {
-		const proto = Object.getPrototypeOf(k);
-		const guard = function () { return refuse(); };
-		guard.prototype = proto;
-		Object.defineProperty(proto, 'constructor', { value: guard, writable: false, enumerable: false, configurable: false });
-	}
-	const F = function Function() { return refuse(); };
-	F.prototype = Function.prototype;
-	Object.defineProperty(globalThis, 'Function', { value: F, writable: false, enumerable: false, configurable: false });
-	Object.defineProperty(globalThis, 'eval', { value: function () { return refuse(); }, writable: false, enumerable: false, configurable: false });
+// Setup files, run in this order in each new Box, compiled once for all.
+var (
+	//go:embed bootstrap.js
+	bootstrapJS string
+	// bufferJS installs Buffer, btoa and atob.
+	//
+	//go:embed buffer.js
+	bufferJS string
+	// urlJS installs URL and URLSearchParams, and defines url.
+	//
+	//go:embed url.js
+	urlJS string
+	// cryptoJS defines crypto.
+	//
+	//go:embed crypto.js
+	cryptoJS string
 
-	const hostConsole = globalThis.__jsbox_console;
-	delete globalThis.__jsbox_console;
-	const format = (args) => args.map((a) => {
-		if (typeof a === 'string') return a;
-		if (a instanceof Error) return a.stack ? String(a.stack) : String(a);
-		if (a === undefined || typeof a === 'function' || typeof a === 'symbol' || typeof a === 'bigint') return String(a);
-		try { return JSON.stringify(a); } catch (e) { return String(a); }
-	}).join(' ');
-	const console = {};
-	for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
-		console[level] = (...args) => { hostConsole(level, format(args)); };
-	}
-	Object.defineProperty(globalThis, 'console', { value: Object.freeze(console), writable: false, enumerable: false, configurable: false });
-
-	const defined = Object.create(null);
-	const cache = Object.create(null);
-	const require = (name) => {
-		name = String(name);
-		if (name in cache) return cache[name].exports;
-		if (!(name in defined)) throw new Error("Cannot find module '" + name + "': functions may require only the modules the host provides");
-		const module = { exports: {} };
-		cache[name] = module;
-		defined[name].call(module.exports, module, module.exports, require);
-		return module.exports;
-	};
-	Object.defineProperty(globalThis, 'require', { value: require, writable: false, enumerable: false, configurable: false });
-	Object.defineProperty(globalThis, '__jsbox_define', {
-		value: (name, fn) => { defined[name] = fn; },
-		writable: false, enumerable: false, configurable: false,
-	});
-})();`
-
-// bufferJS installs Buffer, btoa and atob.
-//
-//go:embed buffer.js
-var bufferJS string
+	setup = sync.OnceValues(func() ([][]byte, error) {
+		vm, err := quickjs.NewVM()
+		if err != nil {
+			return nil, err
+		}
+		defer vm.Close()
+		var out [][]byte
+		for _, f := range []struct{ name, src string }{
+			{"jsbox/bootstrap.js", bootstrapJS},
+			{"jsbox/buffer.js", bufferJS},
+			{"jsbox/url.js", urlJS},
+			{"jsbox/crypto.js", cryptoJS},
+		} {
+			bc, err := compileNamed(vm, f.name, f.src, true)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.name, err)
+			}
+			out = append(out, bc)
+		}
+		return out, nil
+	})
+)
 
 // New returns a Box with its limits set and its globals hardened.
 func New(opts Options) (*Box, error) {
@@ -130,11 +139,28 @@ func New(opts Options) (*Box, error) {
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultTimeout
 	}
+	files, err := setup()
+	if err != nil {
+		return nil, fmt.Errorf("jsbox: set up: %w", err)
+	}
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return nil, fmt.Errorf("jsbox: %w", err)
 	}
-	b := &Box{vm: vm, timeout: l.Timeout}
+	b := &Box{
+		vm:       vm,
+		timeout:  l.Timeout,
+		timers:   timers{byID: map[int]*timer{}, now: time.Now()},
+		programs: map[string]*Program{},
+		sources:  map[string]string{},
+		funcs:    map[string]bool{},
+	}
+	for name, src := range opts.Modules {
+		b.sources[name] = src
+	}
+	for _, p := range opts.Programs {
+		b.programs[p.name] = p
+	}
 	vm.SetMemoryLimit(uintptr(l.Memory))
 	if l.CallDepth > 0 {
 		vm.SetMaxStackSize(uintptr(l.CallDepth))
@@ -156,27 +182,50 @@ func New(opts Options) (*Box, error) {
 			}
 			return nil, nil
 		}),
+		vm.RegisterFunc("__jsbox_resolve", b.resolve, false),
+		vm.RegisterHostFunc("__jsbox_timer", b.timers.op),
+		vm.RegisterHostFunc("__jsbox_hash", hostHash),
+		vm.RegisterHostFunc("__jsbox_random", hostRandom),
+		vm.RegisterHostFunc("__jsbox_uuid", hostUUID),
+		vm.RegisterHostFunc("__jsbox_equal", hostEqual),
 	)
-	if err == nil {
-		_, err = vm.Eval(hardening, quickjs.EvalGlobal)
-	}
-	if err == nil {
-		_, err = vm.Eval(bufferJS, quickjs.EvalGlobal)
-	}
-	for name, src := range opts.Modules {
+	for _, bc := range files {
 		if err == nil {
-			err = b.define(name, src)
+			_, err = vm.EvalBytecode(bc)
 		}
 	}
+	if err == nil {
+		b.fire, err = vm.EvalValue(`__jsbox_internal.forHost.fire`, quickjs.EvalGlobal)
+	}
+	if err == nil {
+		b.install, err = vm.EvalValue(`__jsbox_internal.forHost.install`, quickjs.EvalGlobal)
+	}
+	if err == nil {
+		b.promised, err = vm.EvalValue(`__jsbox_internal.forHost.promised`, quickjs.EvalGlobal)
+	}
+	if err == nil {
+		_, err = vm.Eval(`delete globalThis.__jsbox_internal`, quickjs.EvalGlobal)
+	}
 	if err != nil {
-		vm.Close()
+		b.Close()
 		return nil, fmt.Errorf("jsbox: set up: %w", err)
 	}
 	return b, nil
 }
 
-// Close frees the engine.
-func (b *Box) Close() error { return b.vm.Close() }
+// Close frees the engine. Timers still pending never run.
+func (b *Box) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for _, v := range []*quickjs.Value{&b.fire, &b.install, &b.promised} {
+		if v.VM() != nil {
+			v.Free()
+		}
+	}
+	return b.vm.Close()
+}
 
 // classify wraps an engine error in the error of the limit it hit.
 func classify(err error) error {
@@ -199,54 +248,266 @@ func classify(err error) error {
 	return err
 }
 
-// define registers src, a CommonJS module, under name: require(name) runs
-// it once.
-func (b *Box) define(name, src string) error {
-	quoted, err := json.Marshal(name)
-	if err != nil {
-		return err
+// fail is classify for an error of an evaluation under ctx: once ctx is
+// done, the error is that, whatever the engine says (an interrupt).
+func fail(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
 	}
-	_, err = b.vm.Eval("__jsbox_define("+string(quoted)+", function (module, exports, require) {\n"+src+"\n});", quickjs.EvalGlobal)
+	if ctx.Err() != nil {
+		return fmt.Errorf("jsbox: %w (%w)", ctx.Err(), err)
+	}
 	return classify(err)
+}
+
+// resolve is require's host function: it answers the function of the
+// module name (see moduleHead), an error message, or undefined when no
+// module has the name. It runs inside the JavaScript of a require call,
+// whose deadline its own evaluation shares.
+func (b *Box) resolve(name string) quickjs.Value {
+	p := b.programs[name]
+	if p == nil {
+		if src, ok := b.sources[name]; ok {
+			var err error
+			if p, err = Compile(name, src); err != nil {
+				var qe *quickjs.Error
+				if errors.As(err, &qe) && qe.FileName != "" {
+					err = fmt.Errorf("%w (%s:%d:%d)", err, qe.FileName, qe.LineNumber, qe.ColumnNumber)
+				}
+				return b.errorValue(fmt.Sprintf("Cannot load module '%s': %v", name, err))
+			}
+			b.programs[name] = p
+			delete(b.sources, name)
+		}
+	}
+	if p == nil {
+		if name != "zod" {
+			return quickjs.UndefinedValue
+		}
+		var err error
+		if p, err = zodProgram(); err != nil {
+			return b.errorValue(fmt.Sprintf("Cannot load module 'zod': %v", err))
+		}
+	}
+	v, err := b.vm.EvalBytecodeValue(p.bytecode)
+	if err != nil {
+		return b.errorValue(fmt.Sprintf("Cannot load module '%s': %v", name, err))
+	}
+	return v
+}
+
+func (b *Box) errorValue(msg string) quickjs.Value {
+	v, err := b.vm.NewString(msg)
+	if err != nil {
+		return quickjs.UndefinedValue
+	}
+	return v
 }
 
 // Load runs src, a CommonJS module (what the nango CLI compiles a
 // function to), as the module name, and keeps its exports as
-// require(name) answers them.
+// require(name) answers them. It is [Compile] then [Box.LoadProgram].
 func (b *Box) Load(name, src string) error {
-	if err := b.define(name, src); err != nil {
+	p, err := Compile(name, src)
+	if err != nil {
 		return err
 	}
-	quoted, _ := json.Marshal(name)
+	return b.LoadProgram(p)
+}
+
+// LoadProgram runs p, a compiled CommonJS module, as the module p.Name(),
+// and keeps its exports as require answers them. A name that is already
+// a module of the Box is an error.
+func (b *Box) LoadProgram(p *Program) error {
+	if _, ok := b.sources[p.name]; ok || b.programs[p.name] != nil {
+		return fmt.Errorf("jsbox: module %q is already defined", p.name)
+	}
+	b.programs[p.name] = p
+	quoted, _ := json.Marshal(p.name)
 	_, err := b.Eval("void require(" + string(quoted) + ");")
 	return err
 }
 
-// Eval runs src as a script, then the jobs its promises queued, and
-// returns its completion value converted to Go (see quickjs.VM.Eval); a
-// limit it hits is one of the Err values.
+// Eval is EvalContext without a context.
 func (b *Box) Eval(src string) (any, error) {
-	deadline := time.Now().Add(b.timeout)
-	v, err := b.vm.Eval(src, quickjs.EvalGlobal)
-	if err != nil {
-		return nil, classify(err)
-	}
-	return v, b.runJobs(deadline)
+	return b.EvalContext(context.Background(), src)
 }
 
-// runJobs runs the jobs promises queued until none is left, or fails with
-// ErrTimeout once deadline has passed.
-func (b *Box) runJobs(deadline time.Time) error {
-	for {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: its promises were still running", ErrTimeout)
-		}
-		n, err := b.vm.ExecutePendingJobs()
+// EvalContext runs src as a script, then the jobs its promises queued and
+// its timers (setTimeout), waiting for each until it is due, until none
+// is left. It returns the script's completion value converted to Go (see
+// quickjs.VM.Eval); when that is a promise, it runs until the promise
+// settles and returns its value, or its rejection as the error, and does
+// not wait for the timers left ([ErrUnsettled] when nothing is left that
+// could settle it).
+//
+// All of it, the waits included, must end within the Box's Timeout: a
+// limit it hits is one of the Err values, and a timer due after the
+// deadline is ErrTimeout at once. When ctx is done, the JavaScript running
+// is interrupted and a wait ends: the error wraps ctx.Err(). A timer's
+// callback that throws ends the evaluation with its exception.
+//
+// Timers left when the evaluation ends well run in the next evaluation
+// that waits for timers; an evaluation that fails drops them.
+func (b *Box) EvalContext(ctx context.Context, src string) (any, error) {
+	v, err := b.eval(ctx, src)
+	if err != nil {
+		b.timers.drop()
+	}
+	return v, err
+}
+
+func (b *Box) eval(ctx context.Context, src string) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("jsbox: %w", err)
+	}
+	deadline := time.Now().Add(b.timeout)
+	b.timers.now = time.Now()
+	stop := b.watch(ctx)
+	defer stop()
+
+	if err := b.arm(deadline); err != nil {
+		return nil, err
+	}
+	v, err := b.vm.EvalValue(src, quickjs.EvalGlobal)
+	if err != nil {
+		return nil, fail(ctx, err)
+	}
+	defer v.Free()
+	p, err := b.promised.CallValue(quickjs.UndefinedValue, v)
+	if err != nil {
+		return nil, fail(ctx, err)
+	}
+	defer p.Free()
+	if p.IsUndefined() {
+		out, err := v.Any()
 		if err != nil {
-			return classify(err)
+			return nil, fail(ctx, err)
 		}
-		if n == 0 {
+		return out, b.loop(ctx, deadline, nil)
+	}
+
+	var (
+		settled bool
+		out     any
+		reason  error
+	)
+	then, err := p.Then(func(v quickjs.Value) {
+		settled = true
+		out, reason = v.Any()
+	}, func(r quickjs.Value) {
+		settled = true
+		reason = quickjs.ErrorFromValue(r)
+	})
+	if err != nil {
+		return nil, fail(ctx, err)
+	}
+	then.Free()
+	if err := b.loop(ctx, deadline, func() bool { return settled }); err != nil {
+		return nil, err
+	}
+	if reason != nil {
+		return nil, classify(reason)
+	}
+	return out, nil
+}
+
+// arm sets the engine's timeout to what is left until deadline.
+func (b *Box) arm(deadline time.Time) error {
+	left := time.Until(deadline)
+	if left <= 0 {
+		return fmt.Errorf("%w: its promises or timers were still running", ErrTimeout)
+	}
+	return b.vm.SetEvalTimeout(left)
+}
+
+// watch interrupts the JavaScript the Box runs once ctx is done, until
+// the stop it returns is called. The engine clears an interrupt at the
+// start of each call into it, so the interrupt is repeated until then.
+func (b *Box) watch(ctx context.Context) (stop func()) {
+	if ctx.Done() == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		defer close(exited)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			b.vm.Interrupt()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() {
+		if !stopAfter() {
+			close(done)
+			<-exited
+		}
+	}
+}
+
+// loop runs the jobs promises queued and the timers, until none is left,
+// or, with settled, until it reports true.
+func (b *Box) loop(ctx context.Context, deadline time.Time, settled func() bool) error {
+	var wait *time.Timer
+	defer func() {
+		if wait != nil {
+			wait.Stop()
+		}
+	}()
+	for {
+		for {
+			if err := b.arm(deadline); err != nil {
+				return err
+			}
+			n, err := b.vm.ExecutePendingJobs()
+			if err != nil {
+				return fail(ctx, err)
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("jsbox: %w", err)
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if settled != nil && settled() {
 			return nil
+		}
+		t := b.timers.next()
+		if t == nil {
+			if settled != nil {
+				return ErrUnsettled
+			}
+			return nil
+		}
+		if t.due.After(deadline) {
+			return fmt.Errorf("%w: a timer is due %v after it", ErrTimeout, t.due.Sub(deadline).Round(time.Millisecond))
+		}
+		if d := time.Until(t.due); d > 0 {
+			if wait == nil {
+				wait = time.NewTimer(d)
+			} else {
+				wait.Reset(d)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("jsbox: %w", ctx.Err())
+			case <-wait.C:
+			}
+		}
+		b.timers.now = time.Now()
+		b.timers.remove(t)
+		if err := b.arm(deadline); err != nil {
+			return err
+		}
+		if _, err := b.fire.Call(quickjs.UndefinedValue, t.id); err != nil {
+			return fail(ctx, err)
 		}
 	}
 }

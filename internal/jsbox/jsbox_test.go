@@ -25,12 +25,40 @@ func newBox(t *testing.T, opts jsbox.Options) *jsbox.Box {
 func TestSandbox(t *testing.T) {
 	t.Parallel()
 	b := newBox(t, jsbox.Options{Limits: jsbox.Limits{Timeout: 2 * time.Second}})
+	if err := b.Func("hostFn", func([]any) (any, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	const refused = "code generation from strings is not allowed"
 	for _, tc := range []struct{ src, want string }{
 		{`process.env`, "ReferenceError"},
 		{`fetch('https://example.com')`, "ReferenceError"},
 		{`require('fs')`, "Cannot find module 'fs'"},
 		{`require('child_process')`, "Cannot find module 'child_process'"},
 		{`require('node:fs')`, "Cannot find module 'node:fs'"},
+		{`require('node:child_process')`, "Cannot find module 'node:child_process'"},
+		{`require('process')`, "Cannot find module 'process'"},
+		{`require('os')`, "Cannot find module 'os'"},
+		{`require('buffer')`, "Cannot find module 'buffer'"},
+		{`require(5)`, `TypeError: The "id" argument must be of type string`},
+		{`setTimeout('globalThis.x = 1', 1)`, `TypeError: The "callback" argument must be of type function`},
+		// The Function constructor is out of reach through every object
+		// the Box adds.
+		{`new URL('http://a.com').constructor.constructor('return 1')()`, refused},
+		{`URLSearchParams.prototype.get.constructor('return 1')()`, refused},
+		{`new URLSearchParams('a=1').keys().next.constructor('return 1')()`, refused},
+		{`require('url').domainToASCII.constructor('return 1')()`, refused},
+		{`require('crypto').createHash.constructor('return 1')()`, refused},
+		{`require('crypto').createHash('md5').update.constructor('return 1')()`, refused},
+		{`require('crypto').randomUUID.constructor('return 1')()`, refused},
+		{`setTimeout.constructor('return 1')()`, refused},
+		{`Object.getPrototypeOf(setTimeout(() => {}, 1)).constructor.constructor('return 1')()`, refused},
+		{`clearTimeout.constructor('return 1')()`, refused},
+		{`require.constructor('return 1')()`, refused},
+		{`console.log.constructor('return 1')()`, refused},
+		{`hostFn.constructor('return 1')()`, refused},
+		{`Buffer.from.constructor('return 1')()`, refused},
+		{`require('zod').z.string().parse.constructor('return 1')()`, refused},
+		{`require('zod').z.object({}).safeParse.constructor('return 1')()`, refused},
 		{`eval('1 + 1')`, "code generation from strings is not allowed"},
 		{`globalThis.eval('1 + 1')`, "code generation from strings is not allowed"},
 		{`(0, eval)('1 + 1')`, "code generation from strings is not allowed"},
@@ -59,6 +87,16 @@ func TestSandbox(t *testing.T) {
 	if v, err := b.Eval(`[typeof process, typeof fetch, (function () {}) instanceof Function, typeof require].join()`); err != nil ||
 		v != "undefined,undefined,true,function" {
 		t.Errorf("globals: %v, %v", v, err)
+	}
+	// The host functions of the setup are out of reach; Nango's runner has
+	// no setInterval or setImmediate.
+	if v, err := b.Eval(`['__jsbox_internal', '__jsbox_console', '__jsbox_resolve', '__jsbox_timer', '__jsbox_hash', '__jsbox_random', '__jsbox_uuid', '__jsbox_equal', '__jsbox_func_hostFn', 'setInterval', 'setImmediate', 'crypto']
+		.filter((n) => typeof globalThis[n] !== 'undefined').join()`); err != nil || v != "" {
+		t.Errorf("globals that should not be there: %v, %v", v, err)
+	}
+	// The modules the Box provides are frozen.
+	if v, err := b.Eval(`require('url').URL = 1; require('crypto').createHash = 1; (require('url').URL === URL) + ' ' + typeof require('crypto').createHash`); err != nil || v != "true function" {
+		t.Errorf("modules: %v, %v", v, err)
 	}
 }
 
