@@ -35,11 +35,61 @@ const actionBenchClients = 8
 //
 // Each b.N is one round of 2,000 requests per variant.
 func BenchmarkActionNoop(b *testing.B) {
+	ab := newActionBench(b, nil)
+	get := func(i int) {
+		r, _ := http.NewRequest("GET", ab.url+"/connections/"+benchConnectionID(i%benchConnections)+"?provider_config_key=gh"+benchGetQuery, nil)
+		r.Header.Set("Authorization", ab.auth)
+		r.Header.Set("Content-Type", "application/json")
+		ab.do(r)
+	}
+	action := ab.action("noop")
+	const perRound = 2000
+	run := func(op func(i int)) time.Duration { return benchRound(actionBenchClients, perRound, op, nil) }
+	run(get) // warm-up: keep-alive connections, caches, the pool
+	run(action)
+	var getTime, actTime time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for range b.N {
+		g, a := run(get), run(action)
+		getTime += g
+		actTime += a
+		ratios = append(ratios, g.Seconds()/a.Seconds())
+	}
+	b.StopTimer()
+	total := float64(perRound * b.N)
+	getRate, actRate := total/getTime.Seconds(), total/actTime.Seconds()
+	b.ReportMetric(getRate, "get-req/s")
+	b.ReportMetric(actRate, "action-req/s")
+	b.ReportMetric(actRate/getRate, "ratio")
+	if b.N > 1 {
+		slices.Sort(ratios)
+		fmt.Printf("no-op action vs GET /connections/{id}, %d clients, %d rounds: action %.0f req/s, get %.0f req/s, ratio %.2f (goal >= 0.7; rounds %.2f-%.2f)\n",
+			actionBenchClients, b.N, actRate, getRate, actRate/getRate, ratios[0], ratios[len(ratios)-1])
+	}
+}
+
+// actionBench is a Service on Postgres serving over loopback HTTP, with
+// the integration "gh", benchConnections connections, and the Go action
+// "noop" (answers {"ok":true}).
+type actionBench struct {
+	svc    *connect.Service
+	envID  int64
+	url    string
+	auth   string
+	client *http.Client
+	b      *testing.B
+}
+
+func newActionBench(b *testing.B, mutate func(*connect.Config)) *actionBench {
 	ctx := context.Background()
 	db, schema := pgtest.Schema(b)
 	st, sched := openBenchPostgres(b, db, schema, postgres.SchedulerConfig{})
-	svc, err := connect.New(connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey},
-		RateLimitRequests: -1, Scheduler: sched})
+	cfg := connect.Config{Store: st, EncryptionKeys: []connect.EncryptionKey{testKey}, RateLimitRequests: -1, Scheduler: sched}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	svc, err := connect.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,75 +114,67 @@ func BenchmarkActionNoop(b *testing.B) {
 	benchSeedConnections(b, svc, env.ID)
 	srv := httptest.NewServer(svc.Handler())
 	b.Cleanup(srv.Close)
-	tr := &http.Transport{MaxIdleConns: 2 * actionBenchClients, MaxIdleConnsPerHost: 2 * actionBenchClients}
+	tr := &http.Transport{MaxIdleConns: 4 * actionBenchClients, MaxIdleConnsPerHost: 4 * actionBenchClients}
 	b.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
-	auth := "Bearer " + key
+	return &actionBench{svc: svc, envID: env.ID, url: srv.URL, auth: "Bearer " + key, client: &http.Client{Transport: tr}, b: b}
+}
 
-	do := func(r *http.Request) {
-		resp, err := client.Do(r)
-		if err != nil {
-			b.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b.Fatalf("%s %s = %d %s", r.Method, r.URL.Path, resp.StatusCode, body)
-		}
+// do sends r and fails the benchmark unless it is answered 200.
+func (ab *actionBench) do(r *http.Request) {
+	resp, err := ab.client.Do(r)
+	if err != nil {
+		ab.b.Fatal(err)
 	}
-	get := func(i int) {
-		r, _ := http.NewRequest("GET", srv.URL+"/connections/"+benchConnectionID(i%benchConnections)+"?provider_config_key=gh"+benchGetQuery, nil)
-		r.Header.Set("Authorization", auth)
-		r.Header.Set("Content-Type", "application/json")
-		do(r)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		ab.b.Fatalf("%s %s = %d %s", r.Method, r.URL.Path, resp.StatusCode, body)
 	}
-	action := func(i int) {
-		r, _ := http.NewRequest("POST", srv.URL+"/action/trigger", strings.NewReader(`{"action_name":"noop","input":{}}`))
-		r.Header.Set("Authorization", auth)
+}
+
+// action returns a call of POST /action/trigger of the action name for
+// connection i.
+func (ab *actionBench) action(name string) func(i int) {
+	body := `{"action_name":"` + name + `","input":{}}`
+	return func(i int) {
+		r, _ := http.NewRequest("POST", ab.url+"/action/trigger", strings.NewReader(body))
+		r.Header.Set("Authorization", ab.auth)
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Connection-Id", benchConnectionID(i%benchConnections))
 		r.Header.Set("Provider-Config-Key", "gh")
-		do(r)
+		ab.do(r)
 	}
-	const perRound = 2000
-	run := func(op func(i int)) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for range actionBenchClients {
-			wg.Go(func() {
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= perRound {
-						return
-					}
-					op(i)
+}
+
+// benchRound runs n calls of op from clients concurrent goroutines and
+// returns how long they took; with lat not nil, it appends each call's
+// latency to it.
+func benchRound(clients, n int, op func(i int), lat *[]time.Duration) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	t0 := time.Now()
+	for range clients {
+		wg.Go(func() {
+			var mine []time.Duration
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					break
 				}
-			})
-		}
-		wg.Wait()
-		return time.Since(t0)
+				s := time.Now()
+				op(i)
+				if lat != nil {
+					mine = append(mine, time.Since(s))
+				}
+			}
+			if lat != nil {
+				mu.Lock()
+				*lat = append(*lat, mine...)
+				mu.Unlock()
+			}
+		})
 	}
-	run(get) // warm-up: keep-alive connections, caches, the pool
-	run(action)
-	var getTime, actTime time.Duration
-	var ratios []float64
-	b.ResetTimer()
-	for range b.N {
-		g, a := run(get), run(action)
-		getTime += g
-		actTime += a
-		ratios = append(ratios, g.Seconds()/a.Seconds())
-	}
-	b.StopTimer()
-	total := float64(perRound * b.N)
-	getRate, actRate := total/getTime.Seconds(), total/actTime.Seconds()
-	b.ReportMetric(getRate, "get-req/s")
-	b.ReportMetric(actRate, "action-req/s")
-	b.ReportMetric(actRate/getRate, "ratio")
-	if b.N > 1 {
-		slices.Sort(ratios)
-		fmt.Printf("no-op action vs GET /connections/{id}, %d clients, %d rounds: action %.0f req/s, get %.0f req/s, ratio %.2f (goal >= 0.7; rounds %.2f-%.2f)\n",
-			actionBenchClients, b.N, actRate, getRate, actRate/getRate, ratios[0], ratios[len(ratios)-1])
-	}
+	wg.Wait()
+	return time.Since(t0)
 }

@@ -92,7 +92,7 @@ func (h *host) call(args []any) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode the answer: %w", op, err)
 	}
-	return string(b), nil
+	return json.RawMessage(b), nil
 }
 
 // errorValue is how an operation's error reaches JavaScript.

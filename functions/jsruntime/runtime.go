@@ -99,6 +99,20 @@ func New(opts Options) (*Runtime, error) {
 //go:embed sdk.js
 var sdkJS string
 
+// sdkModule is the module name of sdk.js in a Box.
+const sdkModule = "connect-nango-sdk.js"
+
+var sdkModuleJSON, _ = json.Marshal(sdkModule)
+
+// sdkProgram is sdk.js compiled, once per process.
+var sdkProgram = sync.OnceValues(func() (*jsbox.Program, error) {
+	p, err := jsbox.Compile(sdkModule, sdkJS)
+	if err != nil {
+		return nil, fmt.Errorf("jsruntime: compile the nango object: %w", err)
+	}
+	return p, nil
+})
+
 type programKey struct {
 	env                     int64
 	integration, kind, name string
@@ -108,11 +122,9 @@ type programKey struct {
 
 // program is a deployment's code, ready to run.
 type program struct {
-	key    programKey
-	module string // the module name, as the CLI names the file
-	// loaded is the module's source after moduleLineBase empty lines.
-	loaded string
-	smap   *sourceMap
+	key  programKey
+	prog *jsbox.Program
+	smap *sourceMap
 }
 
 // program returns the compiled code of f, compiling it once per
@@ -131,7 +143,11 @@ func (r *Runtime) program(f *functions.Function) (*program, error) {
 	}
 	r.mu.Unlock()
 	src := string(f.Code)
-	p := &program{key: k, module: moduleName(f), loaded: strings.Repeat("\n", moduleLineBase) + src, smap: inlineSourceMap(src)}
+	prog, err := jsbox.Compile(moduleName(f), src)
+	if err != nil {
+		return nil, &functions.ScriptError{Name: "SyntaxError", Message: err.Error()}
+	}
+	p := &program{key: k, prog: prog, smap: inlineSourceMap(src)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e, ok := r.cache[k]; ok {
@@ -249,46 +265,36 @@ func (r *Runtime) run(ctx context.Context, f *functions.Function, c *functions.C
 	}
 	h := newHost(ctx, r, c, sc, p)
 	defer h.close()
+	sdk, err := sdkProgram()
+	if err != nil {
+		return nil, err
+	}
 	box, err := jsbox.New(jsbox.Options{
-		Limits:  jsbox.Limits{Memory: r.opts.Memory, CallDepth: r.opts.CallDepth, Timeout: timeout},
-		Console: h.console,
+		Limits:   jsbox.Limits{Memory: r.opts.Memory, CallDepth: r.opts.CallDepth, Timeout: timeout},
+		Programs: []*jsbox.Program{sdk, p.prog},
+		Console:  h.console,
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer box.Close()
-	stop := context.AfterFunc(ctx, box.Interrupt)
-	defer stop()
-
 	if err := box.Func("__connect_host", h.call); err != nil {
 		return nil, err
 	}
-	if _, err := box.Eval(sdkJS); err != nil {
-		return nil, fmt.Errorf("jsruntime: set up the nango object: %w", err)
-	}
-	spec := runSpec{Module: p.module, Mode: mode, Input: input, Props: props(f, c, sc, mode)}
+	spec := runSpec{Module: p.prog.Name(), Mode: mode, Input: input, Props: props(f, c, sc, mode)}
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
 	quoted, _ := json.Marshal(string(specJSON))
-	if err := box.Load(p.module, p.loaded); err != nil {
-		return nil, h.engineError(ctx, err)
+	v, err := box.EvalContext(ctx, "require("+string(sdkModuleJSON)+"); __connect_start("+string(quoted)+")")
+	if errors.Is(err, jsbox.ErrUnsettled) {
+		return nil, &functions.ScriptError{Name: "Error", Message: "the function never finished: it awaited a promise that nothing settles"}
 	}
-	if _, err := box.Eval("__connect_start(" + string(quoted) + "); void 0;"); err != nil {
-		return nil, h.engineError(ctx, err)
-	}
-	v, err := box.Eval("__connect_outcome()")
 	if err != nil {
 		return nil, h.engineError(ctx, err)
 	}
 	s, _ := v.(string)
-	if s == "" {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		return nil, &functions.ScriptError{Name: "Error", Message: "the function never finished: it awaited a promise that nothing settles"}
-	}
 	var o outcome
 	if err := json.Unmarshal([]byte(s), &o); err != nil {
 		return nil, fmt.Errorf("jsruntime: read the run's outcome: %w", err)
@@ -362,7 +368,7 @@ func (h *host) engineError(ctx context.Context, err error) error {
 		name, rest = "Error", msg
 	}
 	text, stack, _ := strings.Cut(rest, "\n")
-	return &functions.ScriptError{Name: name, Message: text, Stack: h.prog.smap.frames(h.prog.module, stack)}
+	return &functions.ScriptError{Name: name, Message: text, Stack: h.prog.smap.frames(h.prog.prog.Name(), stack)}
 }
 
 // thrownError turns what a function threw into the run's error.
@@ -417,7 +423,7 @@ func (h *host) thrownError(ctx context.Context, t *thrown) error {
 	} else if strings.HasPrefix(strings.TrimSpace(t.Stack), "at ") {
 		stack = t.Stack
 	}
-	return &functions.ScriptError{Name: t.Name, Message: t.Message, Code: t.Code, Stack: h.prog.smap.frames(h.prog.module, stack)}
+	return &functions.ScriptError{Name: t.Name, Message: t.Message, Code: t.Code, Stack: h.prog.smap.frames(h.prog.prog.Name(), stack)}
 }
 
 // Name is the functions.Function.Runtime of functions deployed with the

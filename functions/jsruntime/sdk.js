@@ -2,7 +2,7 @@
 // over one host function (__connect_host: an operation name and its
 // arguments as JSON in, {"v": value} or {"e": error} as JSON out). It runs
 // once per Box, before the function's module, and leaves on the global
-// object only __connect_start and __connect_outcome.
+// object only __connect_start.
 (() => {
 	'use strict';
 	const host = globalThis.__connect_host;
@@ -71,8 +71,7 @@
 	};
 
 	const call = (op, args, config) => {
-		const raw = host(op, JSON.stringify(args === undefined ? null : args));
-		const r = JSON.parse(raw);
+		const r = host(op, JSON.stringify(args === undefined ? null : args));
 		if (r.e) throw toError(r.e, config);
 		return r.v;
 	};
@@ -356,16 +355,17 @@
 		}
 	};
 
-	let outcome = null;
-	const settle = (ok, value) => { if (outcome === null) outcome = ok ? { ok: true, value } : { ok: false, error: describe(value) }; };
-
+	// __connect_start runs the function the spec names and answers a
+	// promise of its outcome, as JSON: {ok, value} or {ok: false, error}.
+	// It never rejects.
 	Object.defineProperty(globalThis, '__connect_start', {
 		enumerable: false, configurable: false, writable: false,
 		value: (specJSON) => {
 			const spec = JSON.parse(specJSON);
-			const nango = makeNango(spec);
+			const failed = (e) => JSON.stringify({ ok: false, error: describe(e) });
 			let run;
 			try {
+				const nango = makeNango(spec);
 				const exported = require(spec.module);
 				const def = exported && exported.default !== undefined ? exported.default : exported;
 				let fn;
@@ -381,21 +381,16 @@
 				}
 				run = spec.mode === 'action' || spec.mode === 'webhook' ? fn(nango, spec.input) : fn(nango);
 			} catch (e) {
-				settle(false, e);
-				return;
+				return Promise.resolve(failed(e));
 			}
-			Promise.resolve(run).then(
+			return Promise.resolve(run).then(
 				(v) => {
 					let out;
-					try { out = v === undefined ? null : JSON.stringify(v); } catch (e) { settle(false, new Error('the output cannot be encoded as JSON: ' + e.message)); return; }
-					settle(true, out === undefined ? null : out);
+					try { out = v === undefined ? undefined : JSON.stringify(v); } catch (e) { return failed(new Error('the output cannot be encoded as JSON: ' + e.message)); }
+					return JSON.stringify({ ok: true, value: out === undefined ? null : out });
 				},
-				(e) => settle(false, e),
+				failed,
 			);
 		},
-	});
-	Object.defineProperty(globalThis, '__connect_outcome', {
-		enumerable: false, configurable: false, writable: false,
-		value: () => (outcome === null ? '' : JSON.stringify(outcome)),
 	});
 })();

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/embedauth/connect/internal/jsbox"
 )
 
 // sourceMap maps positions of the code the CLI compiled back to its
@@ -127,15 +129,10 @@ func (m *sourceMap) lookup(line, col int) (string, int, int, bool) {
 
 var frameRE = regexp.MustCompile(`^\s*at (?:(.*?) \()?([^()]*?):(\d+)(?::(\d+))?\)?$`)
 
-// moduleLineBase is how many empty lines precede a function's module when
-// it is loaded: every engine frame is named <eval>, so a frame's line
-// tells the function's code (past the base) from ours.
-const moduleLineBase = 1 << 17
-
 // frames turns the lines of a JavaScript stack into frames of the
 // function's code ("name (source.ts:line:col)"), mapped through the
-// source map (or named after module when there is none), at most 10; the
-// frames of our own code are left out.
+// source map when there is one, at most 10; frames of other files than
+// module (our own code, zod's) are left out.
 func (m *sourceMap) frames(module, stack string) []string {
 	var out []string
 	for _, l := range strings.Split(stack, "\n") {
@@ -147,19 +144,18 @@ func (m *sourceMap) frames(module, stack string) []string {
 		if f == nil {
 			continue
 		}
-		name := f[1]
-		line, _ := strconv.Atoi(f[3])
-		// The module's lines start after moduleLineBase lines (see
-		// program.loaded); frames above are of our own code.
-		line -= moduleLineBase + 1
-		if line < 1 {
+		name, file := f[1], f[2]
+		if file != module { // our own code, zod's, the engine's
 			continue
 		}
+		line, _ := strconv.Atoi(f[3])
 		col := 1
 		if f[4] != "" {
 			col, _ = strconv.Atoi(f[4])
 		}
-		file := module
+		if line == 1 {
+			col = max(1, col-jsbox.ModuleColumnOffset)
+		}
 		if src, sl, sc, ok := m.lookup(line, col); ok {
 			file, line, col = src, sl, sc
 		}
