@@ -2,11 +2,17 @@ package connect_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,6 +250,104 @@ func TestJSOnEvent(t *testing.T) {
 		waitFor(t, 20*time.Second, "the on-event function's metadata", func() bool {
 			m, _ := bu.mustDo(t, 200, req{method: "GET", path: "/connection/c2?provider_config_key=fx"}).obj()["metadata"].(map[string]any)
 			return m["set_up"] == "c2" && m["type"] == "on-event"
+		})
+	})
+}
+
+// cliBundle reads a function as the nango CLI compiled it
+// (e2e/nango-project, built into functions/jsruntime/testdata/cli).
+func cliBundle(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("functions", "jsruntime", "testdata", "cli", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// itemsAPI is the fake API of e2e/nango-project: GET /items lists items
+// in pages (cursor in "next"), POST /items creates one.
+type itemsAPI struct {
+	mu    sync.Mutex
+	items []map[string]any
+}
+
+func (a *itemsAPI) serve(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == "GET" && r.URL.Path == "/items":
+		start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+		end := min(start+100, len(a.items))
+		body := map[string]any{"items": a.items[start:end]}
+		if end < len(a.items) {
+			body["next"] = strconv.Itoa(end)
+		}
+		_ = json.NewEncoder(w).Encode(body)
+	case r.Method == "POST" && r.URL.Path == "/items":
+		var in map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		in["id"] = len(a.items) + 1000
+		a.items = append(a.items, in)
+		w.WriteHeader(201)
+		_ = json.NewEncoder(w).Encode(in)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestJSCLIBundles runs the functions of e2e/nango-project as the real
+// nango CLI compiled them: zod, crypto, Buffer and URL, pagination with
+// on_page checkpoints, trackDeletes, an ActionError, an on-event function,
+// errors mapped to the TypeScript source.
+func TestJSCLIBundles(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		api := &itemsAPI{}
+		for i := range 230 {
+			api.items = append(api.items, map[string]any{"id": i, "title": "item " + strconv.Itoa(i), "n": i})
+		}
+		fb := setupFunctionsAPI(t, b, nil, api.serve)
+		f := &syncFixture{fnBundle: fb}
+		deployJS(t, fb, functions.KindAction, "create-item", cliBundle(t, "fake_actions_create-item.cjs"), functions.Definition{})
+		deployJS(t, fb, functions.KindAction, "whoami", cliBundle(t, "fake_actions_whoami.cjs"), functions.Definition{})
+		deployJS(t, fb, functions.KindOnEvent, "setup", cliBundle(t, "fake_on-events_setup.cjs"),
+			functions.Definition{Event: functions.EventPostConnectionCreation})
+
+		r := fb.mustDo(t, 200, actionReq("create-item", `{"title":"new one","n":3}`, nil))
+		if r.obj()["title"] != "new one" || r.obj()["id"] != "1230" {
+			t.Errorf("create-item answered %s", r.raw)
+		}
+		r = fb.mustDo(t, 500, actionReq("create-item", `{"title":"boom"}`, nil))
+		e := r.obj()["error"].(map[string]any)
+		if p, _ := e["payload"].(map[string]any); e["code"] != "action_script_runtime_error" || p["message"] != "boom refused" || p["code"] != "refused" {
+			t.Errorf("the ActionError answered %s", r.raw)
+		}
+		fb.mustDo(t, 200, req{method: "PATCH", path: "/connection/metadata", body: `{"connection_id":"c1","provider_config_key":"fx","metadata":{"team":"blue","baseUrl":"https://api.fake.test/base"}}`})
+		r = fb.mustDo(t, 200, actionReq("whoami", `{}`, nil))
+		// The metadata's keys come back sorted, as the API answers them.
+		sum := sha256.Sum256([]byte(`{"baseUrl":"https://api.fake.test/base","team":"blue"}`))
+		want := map[string]any{"connectionId": "c1", "providerConfigKey": "fx", "metadataHash": hex.EncodeToString(sum[:]),
+			"token": base64.StdEncoding.EncodeToString([]byte("c1:fx")), "host": "api.fake.test"}
+		for k, v := range want {
+			if r.obj()[k] != v {
+				t.Errorf("whoami: %s = %v, want %v", k, r.obj()[k], v)
+			}
+		}
+
+		start := time.Now()
+		deployJS(t, fb, functions.KindSync, "items", cliBundle(t, "fake_syncs_items.cjs"), functions.Definition{Runs: "every hour", AutoStart: true,
+			Models: []functions.Model{{Name: "Item", Schema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"title":{"type":"string"},"n":{"type":"number"}},"required":["id","title","n"]}`)}}})
+		st := f.waitRun(t, "items", start)
+		if res, _ := st["latestResult"].(map[string]any)["Item"].(map[string]any); st["status"] != functions.StatusSuccess || res["added"] != float64(231) {
+			t.Fatalf("the sync's run: %v", st)
+		}
+
+		// The on-event function runs for a new connection.
+		fb.mustDo(t, 201, req{method: "POST", path: "/connections", body: `{"provider_config_key":"fx","connection_id":"c2","api_key":"sk-2"}`})
+		waitFor(t, 20*time.Second, "the on-event function's metadata", func() bool {
+			m, _ := fb.mustDo(t, 200, req{method: "GET", path: "/connection/c2?provider_config_key=fx"}).obj()["metadata"].(map[string]any)
+			return m["runs"] == float64(1) && m["setupAt"] != nil
 		})
 	})
 }
