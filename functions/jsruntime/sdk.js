@@ -154,8 +154,10 @@
 					for (;;) {
 						const page = call('paginate.next', id, config);
 						if (page === null) return;
-						if (onPage) await onPage({ nextPageParam: page.next === null ? undefined : page.next, response: axiosResponse(page.response, config) });
+						// As Nango's paginate: the page first, then on_page
+						// (after the caller is done with the page).
 						yield page.records;
+						if (onPage) await onPage({ nextPageParam: page.next === null ? undefined : page.next, response: axiosResponse(page.response, config) });
 					}
 				} finally {
 					call('paginate.stop', id);
