@@ -1,6 +1,7 @@
 package connect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -663,6 +664,9 @@ func New(cfg Config) (*Service, error) {
 		Heartbeat:     cfg.Functions.Heartbeat,
 		TickInterval:  cfg.Functions.TickInterval,
 		RetryBackoff:  cfg.Functions.RetryBackoff,
+		// A webhook run holds its provider webhook: an incoming body, or a
+		// form body turned into JSON (which escapes may make larger).
+		MaxWebhookPayload: 2 * int(cmp.Or(cfg.IncomingWebhooks.MaxBody, webhooks.DefaultIncomingMaxBody)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -1113,6 +1117,7 @@ func (s *Service) incomingHandler() http.Handler {
 			return out, nil
 		}),
 		Notifier:   s.notifier,
+		Syncs:      s.functions,
 		Transactor: s.store,
 		Log:        s.log,
 		Logger:     s.logger,

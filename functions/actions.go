@@ -207,7 +207,17 @@ func (s *Service) execAction(ctx context.Context, p *prepared, runID, logID stri
 // logRun writes the entry of a run that started at start (zero: unknown),
 // with meta.
 func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, start time.Time, meta map[string]any, runErr error) {
-	status, msg := oplog.StatusSuccess, fmt.Sprintf("%s %q succeeded", p.fn.Kind, p.fn.Name)
+	s.logRunOp(ctx, p, logID, typ, "run", start, meta, runErr)
+}
+
+// logRunOp is logRun with the entry's operation: "run", or "webhook" for
+// the run of a sync's webhook handler.
+func (s *Service) logRunOp(ctx context.Context, p *prepared, logID, typ, op string, start time.Time, meta map[string]any, runErr error) {
+	what := fmt.Sprintf("%s %q", p.fn.Kind, p.fn.Name)
+	if op == "webhook" {
+		what = fmt.Sprintf("The webhook handler of %s %q", p.fn.Kind, p.fn.Name)
+	}
+	status, msg := oplog.StatusSuccess, what+" succeeded"
 	if meta == nil {
 		meta = map[string]any{}
 	}
@@ -216,7 +226,7 @@ func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, st
 		meta["duration_ms"] = s.cfg.Now().Sub(start).Milliseconds()
 	}
 	if runErr != nil {
-		status, msg = oplog.StatusFailure, fmt.Sprintf("%s %q failed", p.fn.Kind, p.fn.Name)
+		status, msg = oplog.StatusFailure, what+" failed"
 		cause := runErr
 		var re *RunError
 		if errors.As(runErr, &re) {
@@ -227,7 +237,7 @@ func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, st
 		// the answer or the webhooks.
 		var pe *PanicError
 		if errors.As(runErr, &pe) {
-			msg = fmt.Sprintf("%s %q panicked", p.fn.Kind, p.fn.Name)
+			msg = what + " panicked"
 			meta["stacktrace"] = pe.Stack
 		}
 		// So is the detail of a provider call that got no answer: the
@@ -236,7 +246,7 @@ func (s *Service) logRun(ctx context.Context, p *prepared, logID, typ string, st
 			meta["error_detail"] = d
 		}
 	}
-	e := &oplog.Entry{ID: logID, EnvironmentID: p.conn.EnvironmentID, Type: typ, Operation: "run", Status: status,
+	e := &oplog.Entry{ID: logID, EnvironmentID: p.conn.EnvironmentID, Type: typ, Operation: op, Status: status,
 		IntegrationKey: p.conn.IntegrationKey, ConnectionID: p.conn.ConnectionID, Message: msg, Meta: meta}
 	s.recordLater(ctx, e)
 }

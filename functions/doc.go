@@ -19,7 +19,10 @@
 //     a fleet runs each scheduled run once and idle schedules cost
 //     nothing. A running run writes a heartbeat; one whose instance died is
 //     reported as interrupted, and the next run resumes from the last
-//     checkpoint.
+//     checkpoint. A sync with WebhookSubscriptions also runs its
+//     OnWebhook for each provider webhook of those types routed to a
+//     connection ([Service.RunWebhookSyncs]): a durable run of its own,
+//     beside the scheduled ones, whether the schedule is paused or not.
 //   - An [OnEvent] function runs after a connection is created (as a
 //     durable job), before one is deleted, or to validate new credentials
 //     (its error refuses them): see [Service.ConnectionsSaved],

@@ -94,12 +94,21 @@ type Sync struct {
 	// Endpoints document the sync's endpoints, one per model (optional).
 	Endpoints []Endpoint
 	// WebhookSubscriptions are the provider webhook types that run
-	// OnWebhook ("*" for all).
+	// OnWebhook ("*" for all): a provider webhook routed to a connection
+	// whose type (the provider's webhook_routing.type) is one of them
+	// queues a webhook run (see Service.RunWebhookSyncs). Requires
+	// OnWebhook.
 	WebhookSubscriptions []string
 	// Run runs the sync. Required.
 	Run func(ctx context.Context, s *SyncContext) error
-	// OnWebhook handles a provider webhook routed to the connection
-	// (optional).
+	// OnWebhook handles a provider webhook routed to the connection, of a
+	// type WebhookSubscriptions holds: payload is the webhook's JSON body
+	// (or one element of a body that is a JSON array). It runs in a run of
+	// its own (trigger "webhook", type INCREMENTAL) on the base variant's
+	// records, whether the schedule is paused or not; its saves, updates
+	// and deletes are counted in that run's result and sync webhook
+	// (syncType WEBHOOK). It may run while a scheduled run of the sync
+	// runs, and cannot track deletes.
 	OnWebhook func(ctx context.Context, s *SyncContext, payload json.RawMessage) error
 }
 
@@ -238,6 +247,12 @@ func compileSync(s *Sync) (*registered, error) {
 	where := fmt.Sprintf("functions: sync %q of %q", s.Name, s.Integration)
 	if s.Run == nil {
 		return nil, errors.New(where + ": Run is required")
+	}
+	if len(s.WebhookSubscriptions) > 0 && s.OnWebhook == nil {
+		return nil, errors.New(where + ": WebhookSubscriptions needs OnWebhook, which handles the webhooks")
+	}
+	if err := checkWebhookSubscriptions(s.WebhookSubscriptions); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	freq, err := ParseFrequency(s.Frequency)
 	if err != nil {

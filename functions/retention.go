@@ -164,8 +164,10 @@ func (s *Service) deleteStaleSyncRecords(ctx context.Context, now time.Time, res
 // check and the deletes are one transaction that first writes the sync's
 // row: a run queued meanwhile (which writes the row too) makes it fail
 // with ErrConflict and delete nothing, and a run queued after it waits for
-// it to commit. So the records of a sync that runs are never deleted under
-// it. found reports a sync found stale.
+// it to commit; a webhook run, which writes the row as it starts, is
+// either seen by the check (made again after the write) or starts once
+// the deletes are committed. So the records of a sync that runs are never
+// deleted under it. found reports a sync found stale.
 func (s *Service) deleteSyncRecords(ctx context.Context, id string, limit time.Time, budget int) (n int, found bool, err error) {
 	err = s.st.WithTx(ctx, func(ctx context.Context) error {
 		n = 0
@@ -180,11 +182,22 @@ func (s *Service) deleteSyncRecords(ctx context.Context, id string, limit time.T
 		if !last.Before(limit) || sc.RunID != "" {
 			return nil
 		}
-		found = true
 		sc.UpdatedAt = s.nowUTC()
 		if err := s.st.UpdateSync(ctx, sc); err != nil {
 			return err
 		}
+		// A webhook run does not hold the schedule: read the latest run
+		// again now that the row is written (a webhook run starting
+		// writes it too, so it either committed before and is seen here,
+		// or waits for this transaction).
+		latest, err := s.st.LatestSyncRuns(ctx, []string{sc.ID})
+		if err != nil {
+			return err
+		}
+		if r := latest[sc.ID]; r != nil && (r.CreatedAt.After(limit) || r.Status == RunQueued || r.Status == RunRunning) {
+			return nil
+		}
+		found = true
 		f, err := s.st.GetFunction(ctx, sc.EnvironmentID, sc.Integration, KindSync, sc.Name)
 		if err != nil {
 			return err

@@ -19,7 +19,9 @@ type Runtime interface {
 	// RunAction runs an action with its input and returns its output,
 	// JSON-encoded.
 	RunAction(ctx context.Context, f *Function, c *Context, input json.RawMessage) (json.RawMessage, error)
-	// RunSync runs a sync; with a webhook payload, its webhook handler.
+	// RunSync runs a sync; with a webhook payload (non-nil), its webhook
+	// handler on that payload. A sync without one returns
+	// ErrNoWebhookHandler (wrapped or not) for a webhook payload.
 	RunSync(ctx context.Context, f *Function, c *SyncContext, webhook json.RawMessage) error
 	// RunOnEvent runs an on-event function.
 	RunOnEvent(ctx context.Context, f *Function, c *Context) error
@@ -64,7 +66,7 @@ func (g goRuntime) RunSync(ctx context.Context, f *Function, c *SyncContext, web
 	}
 	if webhook != nil {
 		if r.webhook == nil {
-			return fmt.Errorf("functions: sync %q of %q has no webhook handler", f.Name, f.Integration)
+			return fmt.Errorf("functions: sync %q of %q: %w", f.Name, f.Integration, ErrNoWebhookHandler)
 		}
 		return r.webhook(ctx, c, webhook)
 	}
@@ -172,6 +174,9 @@ func (s *Service) Deploy(ctx context.Context, f *Function) error {
 			return fmt.Errorf("functions: Deploy: sync %q: runs: %w", f.Name, err)
 		}
 		f.Definition.Runs = fr.String()
+		if err := checkWebhookSubscriptions(f.Definition.WebhookSubscriptions); err != nil {
+			return fmt.Errorf("functions: Deploy: sync %q: %w", f.Name, err)
+		}
 		for _, m := range f.Definition.Models {
 			if err := CheckSyncModel(m); err != nil {
 				return fmt.Errorf("functions: Deploy: sync %q: %w", f.Name, err)

@@ -90,6 +90,10 @@ type Config struct {
 	// RetryBackoff is the wait before attempt n (from 2) of an async
 	// action. Defaults to DefaultRetryBackoff.
 	RetryBackoff func(n int) time.Duration
+	// MaxWebhookPayload bounds the payload a webhook run stores with its
+	// job (RunWebhookSyncs), in bytes. Defaults to
+	// DefaultMaxWebhookPayload.
+	MaxWebhookPayload int
 }
 
 // DefaultRetryBackoff is the default wait before attempt n (from 2) of an
@@ -221,6 +225,9 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	if cfg.WebhookFrom == "" {
 		cfg.WebhookFrom = "nango"
+	}
+	if cfg.MaxWebhookPayload <= 0 {
+		cfg.MaxWebhookPayload = DefaultMaxWebhookPayload
 	}
 	s := &Service{cfg: cfg, st: cfg.Store, logger: cfg.Logger, reg: map[fnKey]*registered{}, deployed: map[envKey]int{}}
 	s.fns = cache.New(cache.Config[fnCacheKey, *Function]{
@@ -375,9 +382,18 @@ func (s *Service) deploy(ctx context.Context, env int64, integration string) err
 			}
 		}
 	}
-	s.mu.Lock()
-	s.deployed[k] = gen
-	s.mu.Unlock()
+	mark := func() {
+		s.mu.Lock()
+		s.deployed[k] = gen
+		s.mu.Unlock()
+	}
+	// In a transaction (the one of an incoming webhook's sync runs), the
+	// deployment counts once it is committed.
+	if h, ok := s.st.(store.CommitHooker); ok {
+		h.AfterCommit(ctx, mark)
+	} else {
+		mark()
+	}
 	return nil
 }
 

@@ -38,6 +38,7 @@ type runState struct {
 	prefix   string // the checkpoint key of the run ("sync:<name>:<variant>")
 	touch    int64  // the run's touch generation
 	trackAll bool   // the function's track_deletes
+	webhook  bool   // a run of the sync's webhook handler
 
 	mu      sync.Mutex
 	results map[string]*ModelResult // guarded by mu
@@ -590,6 +591,21 @@ func (c *SyncContext) trackingSince(ctx context.Context, model string) (int64, e
 	return since, nil
 }
 
+// noTrackingInWebhook refuses delete tracking in a webhook run: it
+// handles one provider event, not a full refresh, and may run while the
+// sync's scheduled run tracks deletes.
+func (c *SyncContext) noTrackingInWebhook(call string) error {
+	if !c.run.webhook {
+		return nil
+	}
+	return store.Invalid("invalid_sync_record", call+" is not available in a webhook run: delete tracking belongs to the sync's scheduled runs.")
+}
+
+// Webhook reports whether the run is a run of the sync's webhook handler
+// for a provider webhook (its scheduled runs, and the runs triggered by
+// the API, are not).
+func (c *SyncContext) Webhook() bool { return c.run.webhook }
+
 // TrackDeletesStart starts tracking which records of a model the sync
 // saves, for a full refresh: TrackDeletesEnd then deletes those not saved
 // since. When tracking started in an earlier run that did not complete
@@ -600,6 +616,9 @@ func (c *SyncContext) TrackDeletesStart(ctx context.Context, model string) error
 		return err
 	}
 	if _, err := c.scope(model); err != nil {
+		return err
+	}
+	if err := c.noTrackingInWebhook("TrackDeletesStart"); err != nil {
 		return err
 	}
 	since, err := c.trackingSince(ctx, model)
@@ -628,6 +647,9 @@ func (c *SyncContext) TrackDeletesEnd(ctx context.Context, model string) error {
 		return err
 	}
 	if _, err := c.scope(model); err != nil {
+		return err
+	}
+	if err := c.noTrackingInWebhook("TrackDeletesEnd"); err != nil {
 		return err
 	}
 	since, err := c.trackingSince(ctx, model)

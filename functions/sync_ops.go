@@ -151,7 +151,7 @@ func (s *Service) TriggerSync(ctx context.Context, t SyncTarget, o TriggerOption
 			if o.Reset {
 				fresh.LastSyncDate = nil
 			}
-			if err := s.queueRun(ctx, fresh, "manual", o.Reset, o.Reset && o.EmptyCache, supersedes, now); err != nil {
+			if err := s.queueRun(ctx, fresh, TriggerManual, o.Reset, o.Reset && o.EmptyCache, supersedes, now); err != nil {
 				return err
 			}
 			return s.st.UpdateSync(ctx, fresh)
@@ -514,10 +514,12 @@ func (s *Service) Status(ctx context.Context, t SyncTarget) ([]SyncStatus, error
 			}
 			e.LatestExecutionStatus = fr.Status
 		}
+		lr := latest[sc.ID]
 		switch {
 		case f == nil || !f.Enabled:
 			e.Status = StatusStopped
-		case sc.RunID != "":
+		case sc.RunID != "", lr != nil && lr.Trigger == TriggerWebhook && (lr.Status == RunQueued || lr.Status == RunRunning):
+			// The schedule's run, or a webhook run, is queued or running.
 			e.Status = StatusRunning
 		case sc.Paused:
 			e.Status = StatusPaused
@@ -526,7 +528,7 @@ func (s *Service) Status(ctx context.Context, t SyncTarget) ([]SyncStatus, error
 		default:
 			e.Status = StatusSuccess
 		}
-		if lr := latest[sc.ID]; lr != nil {
+		if lr != nil {
 			e.JobStatus = lr.Status
 			if lr.Status == RunRunning || lr.Status == RunQueued {
 				e.LatestExecutionStatus = lr.Status

@@ -22,9 +22,14 @@ const SyncJobKind = "functions.sync"
 
 const slogWarn = slog.LevelWarn
 
-// syncJobArgs are the arguments of a SyncJobKind job.
+// syncJobArgs are the arguments of a SyncJobKind job. A webhook run's
+// carry the provider webhook: its payload (base64 in the job's JSON, so
+// that its bytes are kept exactly, whatever the job queue stores JSON as)
+// and its type.
 type syncJobArgs struct {
-	RunID string `json:"run_id"`
+	RunID       string `json:"run_id"`
+	Webhook     []byte `json:"webhook,omitempty"`
+	WebhookType string `json:"webhook_type,omitempty"`
 }
 
 // RegisterJobs registers the Service's job handlers on sch. connect.New
@@ -145,7 +150,7 @@ func (s *Service) claimDue(ctx context.Context) (int, error) {
 		n = len(due)
 		for _, sc := range due {
 			next := nextSlot(*sc.NextRunAt, sc.Interval, now)
-			if err := s.queueRun(ctx, sc, "schedule", false, false, "", now); err != nil {
+			if err := s.queueRun(ctx, sc, TriggerSchedule, false, false, "", now); err != nil {
 				return err
 			}
 			sc.NextRunAt = &next
@@ -302,6 +307,8 @@ type runStatus struct {
 	fn    *Function
 	conn  *connections.Connection
 	sc    *SyncContext
+	// webhookType is the type of a webhook run's provider webhook.
+	webhookType string
 }
 
 // handleSyncJob runs a queued sync run.
@@ -320,6 +327,7 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 	if r.Status != RunQueued {
 		return nil // started by another attempt, or reaped
 	}
+	webhook := r.Trigger == TriggerWebhook
 	if r.Supersedes != "" {
 		old, err := s.st.GetSyncRun(ctx, r.Supersedes)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -336,15 +344,35 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 	if err != nil {
 		return err
 	}
-	st := &runStatus{run: r, sched: sc}
+	st := &runStatus{run: r, sched: sc, webhookType: a.WebhookType}
+	if webhook && a.Webhook == nil {
+		return s.finishRun(ctx, st, false, runFailure("payload_missing", "The webhook run's job holds no provider webhook."))
+	}
 	now := s.nowUTC()
 	r.Status, r.StartedAt, r.HeartbeatAt = RunRunning, &now, &now
 	r.Type = "INCREMENTAL"
-	if sc.LastSyncDate == nil || r.Reset {
+	if (sc.LastSyncDate == nil || r.Reset) && !webhook {
 		r.Type = "INITIAL"
 	}
-	if err := s.st.UpdateSyncRun(ctx, r); err != nil {
-		if errors.Is(err, store.ErrConflict) {
+	var touchErr error
+	start := func(ctx context.Context) error {
+		if err := s.st.UpdateSyncRun(ctx, r); err != nil {
+			return err
+		}
+		if webhook {
+			// A scheduled run holds the schedule (RunID); a webhook run
+			// writes its row as it starts, for retention (see
+			// touchSchedule).
+			touchErr = s.touchSchedule(ctx, sc.ID)
+			return touchErr
+		}
+		return nil
+	}
+	if err := s.st.WithTx(ctx, start); err != nil {
+		if touchErr != nil && errors.Is(touchErr, store.ErrConflict) {
+			return jobs.Snooze(time.Second) // the schedule kept changing: the run is still queued
+		}
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -358,11 +386,11 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 	// the run's version it leaves.
 	stopBeat, hbDone := make(chan struct{}), make(chan struct{})
 	go s.heartbeat(ctx, st, live, cancel, stopBeat, hbDone)
-	runErr := s.execSync(runCtx, st, nil)
+	runErr := s.execSync(runCtx, st, a.webhook())
 	live.returned()
 	cancel()
 	fctx := context.WithoutCancel(ctx)
-	if runErr == nil {
+	if runErr == nil && !webhook {
 		runErr = s.applyTrackedDeletes(fctx, st)
 	}
 	close(stopBeat)
@@ -443,6 +471,14 @@ func (s *Service) beat(ctx context.Context, st *runStatus) (taken bool, err erro
 	return false, errors.New("functions: the run kept changing")
 }
 
+// webhook returns the payload of a webhook run's job, nil for other runs.
+func (a syncJobArgs) webhook() json.RawMessage {
+	if a.Webhook == nil {
+		return nil
+	}
+	return json.RawMessage(a.Webhook)
+}
+
 // execSync runs the sync of st (with webhook, its webhook handler).
 func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawMessage) error {
 	sc := st.sched
@@ -489,7 +525,7 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 		models[m.Name] = true
 	}
 	rs := &runState{models: models, prefix: runKey(sc), touch: r.CreatedAt.UnixMicro(),
-		trackAll: p.fn.Definition.TrackDeletes, results: map[string]*ModelResult{},
+		trackAll: p.fn.Definition.TrackDeletes, webhook: webhook != nil, results: map[string]*ModelResult{},
 		ends: map[string]int64{}, tracking: map[string]int64{}}
 	syncCtx := &SyncContext{Context: c, Variant: sc.Variant, LastSyncDate: sc.LastSyncDate, run: rs}
 	if r.Reset {
@@ -506,7 +542,18 @@ func (s *Service) execSync(ctx context.Context, st *runStatus, webhook json.RawM
 		}
 	}
 	err = runEnd(ctx, protect(func() error { return p.rt.RunSync(ctx, p.fn, syncCtx, webhook) }))
-	s.logRun(ctx, p, logID, "sync", start, map[string]any{"run_id": r.ID, "variant": sc.Variant, "trigger": r.Trigger}, err)
+	if errors.Is(err, ErrNoWebhookHandler) {
+		err = runFailure("webhook_handler_missing", fmt.Sprintf(
+			"The sync %q subscribes to provider webhooks but has no webhook handler (onWebhook).", p.fn.Name))
+	}
+	meta := map[string]any{"run_id": r.ID, "variant": sc.Variant, "trigger": r.Trigger}
+	op := "run"
+	if webhook != nil {
+		op = "webhook"
+		meta["webhook_type"] = st.webhookType
+		meta["payload_bytes"] = len(webhook)
+	}
+	s.logRunOp(ctx, p, logID, "sync", op, start, meta, err)
 	return err
 }
 
@@ -595,27 +642,45 @@ func (s *Service) finishRun(ctx context.Context, st *runStatus, own bool, runErr
 		if err := update(ctx, r); err != nil {
 			return err
 		}
-		fresh, err := s.st.GetSyncByID(ctx, sc.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil // deleted meanwhile
+		// The schedule's row may change between its read and its write
+		// (a webhook run starting writes it): read it again then, in this
+		// transaction.
+		var previous *time.Time
+		for attempt := 1; ; attempt++ {
+			fresh, err := s.st.GetSyncByID(ctx, sc.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			previous = fresh.LastSyncDate
+			if r.Trigger == TriggerWebhook {
+				// A webhook run leaves the schedule as it is: its last
+				// sync date (the window of the next scheduled run) and
+				// the run it holds.
+				*sc = *fresh
+				break
+			}
+			if fresh.RunID == r.ID {
+				fresh.RunID = ""
+			}
+			if r.Status == RunSuccess {
+				fresh.LastSyncDate = r.StartedAt
+			} else if r.Reset {
+				fresh.LastSyncDate = nil
+			}
+			fresh.UpdatedAt = now
+			err = s.st.UpdateSync(ctx, fresh)
+			if errors.Is(err, store.ErrConflict) && attempt < 5 {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			*sc = *fresh
+			break
 		}
-		if err != nil {
-			return err
-		}
-		previous := fresh.LastSyncDate
-		if fresh.RunID == r.ID {
-			fresh.RunID = ""
-		}
-		if r.Status == RunSuccess {
-			fresh.LastSyncDate = r.StartedAt
-		} else if r.Reset {
-			fresh.LastSyncDate = nil
-		}
-		fresh.UpdatedAt = now
-		if err := s.st.UpdateSync(ctx, fresh); err != nil {
-			return err
-		}
-		*sc = *fresh
 		return s.notifySync(ctx, st, previous, failure)
 	})
 }
@@ -679,7 +744,7 @@ func (s *Service) notifySync(ctx context.Context, st *runStatus, previous *time.
 	if previous == nil || r.Reset {
 		syncType = webhooks.SyncTypeInitial
 	}
-	if r.Trigger == "webhook" {
+	if r.Trigger == TriggerWebhook {
 		syncType = webhooks.SyncTypeWebhook
 	}
 	var cps *webhooks.Checkpoints

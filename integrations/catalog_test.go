@@ -321,31 +321,37 @@ func TestWebhookRoutingData(t *testing.T) {
 		{"github", WebhookRouting{
 			Signature:  &WebhookSignature{Header: "X-Hub-Signature-256", Algorithm: "HMAC-SHA256", Encoding: "hex", Prefix: "sha256=", Secret: "webhook_secret"},
 			Connection: &WebhookConnection{Source: "body", Path: "installation.id", ConnectionConfigKey: "installation_id"},
+			Type:       &WebhookType{Source: "header", Path: "X-GitHub-Event"},
 		}},
 		{"slack", WebhookRouting{
 			Signature: &WebhookSignature{Header: "X-Slack-Signature", Algorithm: "HMAC-SHA256", Encoding: "hex", Prefix: "v0=",
 				TimestampHeader: "X-Slack-Request-Timestamp", SignedPayload: "v0:${timestamp}:${body}", MaxAge: 300, Secret: "webhook_secret"},
 			Connection: &WebhookConnection{Source: "body", Path: "team_id", ConnectionConfigKey: "team.id"},
 			Challenge:  &WebhookChallenge{Path: "type", Value: "url_verification", ResponsePath: "challenge"},
+			Type:       &WebhookType{Path: "type"},
 		}},
 		{"stripe", WebhookRouting{
 			Signature: &WebhookSignature{Header: "Stripe-Signature", Algorithm: "HMAC-SHA256", Encoding: "hex", Format: "key_value",
 				SignatureKey: "v1", TimestampKey: "t", SignedPayload: "${timestamp}.${body}", MaxAge: 300, Secret: "webhook_secret"},
 			Connection: &WebhookConnection{Source: "body", Path: "account", ConnectionConfigKey: "stripe_user_id"},
+			Type:       &WebhookType{Path: "type"},
 		}},
 		{"shopify", WebhookRouting{
 			Signature:  &WebhookSignature{Header: "X-Shopify-Hmac-Sha256", Algorithm: "HMAC-SHA256", Encoding: "base64", Secret: "client_secret"},
 			Connection: &WebhookConnection{Source: "header", Path: "X-Shopify-Shop-Domain", ConnectionConfigKey: "subdomain", TrimSuffix: ".myshopify.com"},
+			Type:       &WebhookType{Source: "header", Path: "X-Shopify-Topic"},
 		}},
 		{"hubspot", WebhookRouting{
 			Signature: &WebhookSignature{Header: "X-HubSpot-Signature-v3", Algorithm: "HMAC-SHA256", Encoding: "base64",
 				TimestampHeader: "X-HubSpot-Request-Timestamp", TimestampUnit: "milliseconds",
 				SignedPayload: "${method}${url}${body}${timestamp}", MaxAge: 300, Secret: "client_secret"},
 			Connection: &WebhookConnection{Source: "body", Path: "portalId", ConnectionConfigKey: "portalId"},
+			Type:       &WebhookType{Path: "subscriptionType"},
 		}},
 		{"linear", WebhookRouting{
 			Signature:  &WebhookSignature{Header: "Linear-Signature", Algorithm: "HMAC-SHA256", Encoding: "hex", Secret: "webhook_secret"},
 			Connection: &WebhookConnection{Source: "body", Path: "organizationId", ConnectionConfigKey: "organizationId"},
+			Type:       &WebhookType{Path: "type"},
 		}},
 	}
 	for _, tt := range tests {
@@ -544,6 +550,12 @@ func TestNewCatalogErrors(t *testing.T) {
 		{"webhook undeclared key", []*Provider{mod(func(p *Provider) {
 			p.WebhookRouting = &WebhookRouting{Connection: &WebhookConnection{Path: "a.b", ConnectionConfigKey: "nope"}}
 		})}, "webhook_routing.connection.connection_config_key", "not declared"},
+		{"webhook type bad source", []*Provider{mod(func(p *Provider) {
+			p.WebhookRouting = &WebhookRouting{Type: &WebhookType{Source: "query", Path: "t"}}
+		})}, "webhook_routing.type.source", "unknown source"},
+		{"webhook type without path", []*Provider{mod(func(p *Provider) {
+			p.WebhookRouting = &WebhookRouting{Type: &WebhookType{Source: "header"}}
+		})}, "webhook_routing.type.path", "missing"},
 		{"duplicate names", []*Provider{validProvider("acme"), validProvider("acme")}, "name", "duplicate"},
 		{"alias to unknown", []*Provider{{Name: "a", Alias: "ghost"}}, "alias", `unknown provider "ghost"`},
 		{"alias to itself", []*Provider{{Name: "a", Alias: "a"}}, "alias", "cannot alias itself"},

@@ -454,6 +454,22 @@ type WebhookRouting struct {
 	// Challenge describes a handshake the provider sends when a webhook URL
 	// is registered; it is answered, not routed.
 	Challenge *WebhookChallenge `yaml:"challenge,omitempty" json:"challenge,omitempty"`
+	// Type says which part of a delivery names its type, such as GitHub's
+	// X-GitHub-Event header or Linear's "type" field: a sync whose
+	// webhook subscriptions hold that value (or "*") runs its webhook
+	// handler for each delivery routed to a connection. Without it only
+	// "*" subscriptions match.
+	Type *WebhookType `yaml:"type,omitempty" json:"type,omitempty"`
+}
+
+// WebhookType locates the type of a delivery (the event it reports).
+type WebhookType struct {
+	// Source is "body" (the default: Path is a dot path into the JSON
+	// body; when the body is a JSON array, into each element) or "header"
+	// (Path is a header name).
+	Source string `yaml:"source,omitempty" json:"source,omitempty"`
+	// Path locates the value, such as "type" or "X-GitHub-Event".
+	Path string `yaml:"path" json:"path"`
 }
 
 // WebhookSignature describes a provider's webhook signature.
@@ -613,6 +629,10 @@ func (w *WebhookRouting) clone() *WebhookRouting {
 	if w.Challenge != nil {
 		h := *w.Challenge
 		c.Challenge = &h
+	}
+	if w.Type != nil {
+		t := *w.Type
+		c.Type = &t
 	}
 	return &c
 }
@@ -983,6 +1003,16 @@ func (v *validator) checkWebhook() {
 	}
 	if c := w.Challenge; c != nil && (c.Path == "" || c.ResponsePath == "") {
 		v.addf("webhook_routing.challenge", "path and response_path are required")
+	}
+	if t := w.Type; t != nil {
+		switch t.Source {
+		case "", "body", "header":
+		default:
+			v.addf("webhook_routing.type.source", "unknown source %q (want body or header)", t.Source)
+		}
+		if t.Path == "" {
+			v.addf("webhook_routing.type.path", "missing")
+		}
 	}
 }
 

@@ -48,7 +48,9 @@
 // providers send their webhooks: it verifies the provider's signature when
 // the catalogue describes one, routes the body to connections and hands the
 // Notifier forward events. Bodies over [IncomingConfig].MaxBody (1 MiB by
-// default) are refused with 413.
+// default) are refused with 413. A verified delivery routed to connections
+// is also handed to the [SyncRunner] ([IncomingConfig].Syncs), which
+// queues the webhook runs of the syncs that subscribe to its type.
 //
 // # Bounded storage under anonymous floods
 //

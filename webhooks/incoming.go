@@ -122,6 +122,33 @@ type LogRecorder interface {
 	Record(ctx context.Context, e *oplog.Entry) (string, error)
 }
 
+// RoutedWebhook is one provider webhook routed to a connection, for the
+// syncs that subscribe to its type: the whole delivery, or one element of
+// a delivery that is a JSON array (HubSpot's batches), each with its own
+// type.
+type RoutedWebhook struct {
+	// ConnectionID is the connection's id.
+	ConnectionID string
+	// Type is the delivery's type as the provider's webhook_routing.type
+	// locates it (such as "issues" or "contact.creation"); empty when the
+	// provider's data names none or the delivery lacks it.
+	Type string
+	// Payload is the delivery's JSON body (a form body's fields, or its
+	// JSON "payload" field; a body that is not JSON as a JSON string), or
+	// the element of an array body.
+	Payload json.RawMessage
+}
+
+// SyncRunner queues the sync runs that provider webhooks trigger: one
+// webhook run for each routed webhook and each sync of the integration
+// whose webhook subscriptions match its type, durably (stored with their
+// jobs, in the transaction of ctx when it carries one) rather than run
+// within the request. It returns how many runs it queued. connect's
+// functions Service implements it (functions.Service.RunWebhookSyncs).
+type SyncRunner interface {
+	RunWebhookSyncs(ctx context.Context, environmentID int64, integrationKey string, webhooks []RoutedWebhook) (int, error)
+}
+
 // IncomingConfig gives the incoming webhook handler its parts.
 type IncomingConfig struct {
 	// Environments finds the environment named in the path. Required.
@@ -137,8 +164,14 @@ type IncomingConfig struct {
 	// Notifier receives one forward event per matched connection, or one
 	// without a connection when none matched. Required.
 	Notifier Notifier
-	// Transactor, when set, makes the forward events of one delivery
-	// atomic: all are enqueued or none.
+	// Syncs, when set, queues the sync runs of each delivery that a
+	// signature verified and that was routed to connections (see
+	// SyncRunner), whether or not the integration forwards its webhooks.
+	// Deliveries that no signature verified run no function: anyone who
+	// knows the URL may send those. Optional.
+	Syncs SyncRunner
+	// Transactor, when set, makes the forward events and the sync runs of
+	// one delivery atomic: all are enqueued or none.
 	Transactor store.Transactor
 	// Log records one "webhook"/"incoming" entry per delivery that reached
 	// an integration. Optional.
@@ -229,8 +262,11 @@ const (
 // ForwardWebhooks is set, gives the Notifier one forward event per matched
 // connection, or one without a connection when none matched (bounded by
 // Forwards and MaxForward: 429 webhook_storage_full), marked Unverified
-// when no signature verified the delivery. It answers 200
-// {"success":true} without waiting for delivery. Each delivery that
+// when no signature verified the delivery. With a SyncRunner (Syncs), a
+// verified delivery routed to connections also queues the webhook runs of
+// the syncs that subscribe to its type (webhook_routing.type), in the
+// same transaction as its forwards. It answers 200 {"success":true}
+// without waiting for delivery or for the runs. Each delivery that
 // reached an integration gets an operations-log entry, sampled when no
 // signature verified it (see Sampler).
 //
@@ -293,6 +329,7 @@ type incomingRecord struct {
 	verified  bool
 	matched   int
 	forwarded int
+	syncRuns  int
 	truncated bool
 	challenge bool
 	reason    string
@@ -384,15 +421,16 @@ func (h *incomingHandler) serve(w http.ResponseWriter, r *http.Request) error {
 			d.matched++
 		}
 	}
-	if it.ForwardWebhooks {
-		if err := h.forward(ctx, d, groups); errors.Is(err, errStorageFull) {
+	runs := h.syncWebhooks(r, d, routing.Type, doc, groups)
+	if it.ForwardWebhooks || len(runs) > 0 {
+		if err := h.enqueue(ctx, d, groups, runs); errors.Is(err, errStorageFull) {
 			d.reason = "storage_full"
 			h.record(ctx, d, d.reason, oplog.StatusFailure, "Incoming webhook refused: the forwarded webhooks waiting for delivery fill the integration's storage quota.")
 			w.Header().Set("Retry-After", strconv.Itoa(forwardRetryAfter))
 			return err
 		} else if err != nil {
 			d.reason = "enqueue_failed"
-			h.record(ctx, d, d.reason, oplog.StatusFailure, "Incoming webhook could not be forwarded.")
+			h.record(ctx, d, d.reason, oplog.StatusFailure, "Incoming webhook could not be forwarded or its sync runs queued.")
 			return err
 		}
 	}
@@ -581,6 +619,10 @@ func decodeNumbers(b []byte) (any, error) {
 type forwardGroup struct {
 	connectionID string
 	payload      any
+	// elems and values are the elements of an array body routed to the
+	// connection, raw and decoded (nil for other bodies).
+	elems  []json.RawMessage
+	values []any
 }
 
 // route matches the delivery to connections. An object body (or a header
@@ -650,12 +692,14 @@ func (h *incomingHandler) route(ctx context.Context, r *http.Request, d *incomin
 	for _, m := range matches {
 		matchedValues[m.value] = true
 		var part []json.RawMessage
+		var values []any
 		for i, e := range doc.elems {
 			if elemOK[i] && elemVals[i] == m.value {
 				part = append(part, e)
+				values = append(values, doc.values[i])
 			}
 		}
-		groups = append(groups, forwardGroup{connectionID: m.connectionID, payload: rawArray(part)})
+		groups = append(groups, forwardGroup{connectionID: m.connectionID, payload: rawArray(part), elems: part, values: values})
 	}
 	var rest []json.RawMessage
 	for i, e := range doc.elems {
@@ -739,10 +783,81 @@ func (h *incomingHandler) findConnections(ctx context.Context, envID int64, inte
 	return out, true, nil
 }
 
-// forward gives the Notifier one forward event per group, atomically when
-// a Transactor is set.
-func (h *incomingHandler) forward(ctx context.Context, d *incomingRecord, groups []forwardGroup) error {
+// syncWebhooks returns the routed webhooks whose sync runs a delivery
+// queues: none without a SyncRunner or a verified signature; else one per
+// matched connection (one per element routed to it, for an array body),
+// with the type that typ locates.
+func (h *incomingHandler) syncWebhooks(r *http.Request, d *incomingRecord, typ *integrations.WebhookType, doc *incomingDoc, groups []forwardGroup) []RoutedWebhook {
+	if h.cfg.Syncs == nil || !d.verified {
+		return nil
+	}
+	typeOf := func(v any) string {
+		if typ == nil {
+			return ""
+		}
+		if typ.Source == "header" {
+			return strings.TrimSpace(r.Header.Get(typ.Path))
+		}
+		x, ok := lookupPath(v, typ.Path)
+		if !ok {
+			return ""
+		}
+		s, _ := scalarString(x)
+		return s
+	}
+	var out []RoutedWebhook
+	for _, g := range groups {
+		if g.connectionID == "" {
+			continue
+		}
+		if g.elems != nil {
+			for i, e := range g.elems {
+				out = append(out, RoutedWebhook{ConnectionID: g.connectionID, Type: typeOf(g.values[i]), Payload: e})
+			}
+			continue
+		}
+		payload, value := jsonPayload(doc)
+		out = append(out, RoutedWebhook{ConnectionID: g.connectionID, Type: typeOf(value), Payload: payload})
+	}
+	return out
+}
+
+// jsonPayload returns the payload of a delivery that is not an array as
+// JSON (a body that is not JSON as a JSON string) and its decoded value,
+// decoding it when routing did not need to.
+func jsonPayload(doc *incomingDoc) (json.RawMessage, any) {
+	switch p := doc.payload.(type) {
+	case json.RawMessage:
+		v := doc.value
+		if v == nil {
+			v, _ = decodeNumbers(p)
+		}
+		return p, v
+	case string:
+		b, _ := json.Marshal(p)
+		return b, nil
+	}
+	b, _ := json.Marshal(doc.payload)
+	return b, nil
+}
+
+// enqueue gives the Notifier one forward event per group when the
+// integration forwards its webhooks, and the SyncRunner the routed
+// webhooks, atomically when a Transactor is set.
+func (h *incomingHandler) enqueue(ctx context.Context, d *incomingRecord, groups []forwardGroup, runs []RoutedWebhook) error {
+	syncRuns := 0
 	notify := func(ctx context.Context) error {
+		syncRuns = 0
+		if len(runs) > 0 {
+			n, err := h.cfg.Syncs.RunWebhookSyncs(ctx, d.env.ID, d.it.UniqueKey, runs)
+			if err != nil {
+				return fmt.Errorf("queue sync runs: %w", err)
+			}
+			syncRuns = n
+		}
+		if !d.it.ForwardWebhooks {
+			return nil
+		}
 		for _, g := range groups {
 			e := Event{
 				EnvironmentID:  d.env.ID,
@@ -774,9 +889,12 @@ func (h *incomingHandler) forward(ctx context.Context, d *incomingRecord, groups
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("webhooks: forward incoming webhook: %w", err)
+		return fmt.Errorf("webhooks: enqueue incoming webhook: %w", err)
 	}
-	d.forwarded = len(groups)
+	if d.it.ForwardWebhooks {
+		d.forwarded = len(groups)
+	}
+	d.syncRuns = syncRuns
 	return nil
 }
 
@@ -805,10 +923,14 @@ func (d *incomingRecord) summary() string {
 	}
 	fmt.Fprintf(&b, ": %d connection(s) matched", d.matched)
 	if d.it.ForwardWebhooks {
-		fmt.Fprintf(&b, ", %d forward event(s) queued.", d.forwarded)
+		fmt.Fprintf(&b, ", %d forward event(s) queued", d.forwarded)
 	} else {
-		b.WriteString(", not forwarded (forward_webhooks is off).")
+		b.WriteString(", not forwarded (forward_webhooks is off)")
 	}
+	if d.syncRuns > 0 {
+		fmt.Fprintf(&b, ", %d sync run(s) queued", d.syncRuns)
+	}
+	b.WriteString(".")
 	return b.String()
 }
 
@@ -833,6 +955,9 @@ func (h *incomingHandler) record(ctx context.Context, d *incomingRecord, outcome
 		"verified":  d.verified,
 		"matched":   d.matched,
 		"forwarded": d.forwarded,
+	}
+	if d.syncRuns > 0 {
+		meta["sync_runs"] = d.syncRuns
 	}
 	if d.reason != "" {
 		meta["reason"] = d.reason
