@@ -351,3 +351,33 @@ func TestJSCLIBundles(t *testing.T) {
 		})
 	})
 }
+
+// TestJSWebhookSyncRun: a verified provider webhook runs the onWebhook
+// handler of a deployed JavaScript sync that subscribes to its type.
+func TestJSWebhookSyncRun(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		bu, sink := whsSetup(t, b, make(chan whsCall, 100))
+		f := &functions.Function{EnvironmentID: bu.env.ID, Integration: "hk", Kind: functions.KindSync, Name: "js-contacts",
+			Runtime: jsruntime.Name, Source: "repo", Code: []byte(`module.exports.default = { type: 'sync',
+				exec: async (nango) => {},
+				onWebhook: async (nango, payload) => {
+					if (nango.scriptType !== 'webhook') throw new Error('scriptType ' + nango.scriptType);
+					await nango.batchSave([{ id: payload.contact.id, name: payload.contact.name + ' (js)' }], 'JsContact');
+				} };`),
+			Definition: functions.Definition{Runs: "every day", WebhookSubscriptions: []string{"contact.created"},
+				Models: []functions.Model{{Name: "JsContact", Schema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`)}}}}
+		if err := bu.svc.Functions().Deploy(context.Background(), f); err != nil {
+			t.Fatal(err)
+		}
+		bu.start(t)
+		whsPost(t, bu, `{"id":"e1","event":"contact.created","account":"A1","contact":{"id":"p1","name":"Ann"}}`)
+		h := sink.syncHook(t, "js-contacts")
+		if h["syncType"] != "WEBHOOK" || h["success"] != true || h["connectionId"] != "c1" {
+			t.Fatalf("sync webhook %v", h)
+		}
+		recs := whsRecords(t, bu, "c1", "JsContact")
+		if len(recs) != 1 || recs["p1"]["name"] != "Ann (js)" {
+			t.Fatalf("records %v", recs)
+		}
+	})
+}
