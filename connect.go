@@ -416,6 +416,12 @@ type FunctionsConfig struct {
 	// action (default functions.DefaultRetryBackoff: 3 seconds, doubling,
 	// at most 5 minutes).
 	RetryBackoff func(n int) time.Duration
+	// Runtimes run the functions deployed at run time, by the name their
+	// Function.Runtime gives (see functions.Service.AddRuntime). The
+	// functions deployed with the nango CLI (POST /sync/deploy) need
+	// functions.JavaScriptRuntime: without it, their deployment is refused
+	// with 501 javascript_runtime_unavailable.
+	Runtimes map[string]functions.Runtime
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -661,6 +667,16 @@ func New(cfg Config) (*Service, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
+	}
+	// The runtimes of functions deployed at run time. The JavaScript
+	// runtime of the functions deployed with the nango CLI
+	// (functions.JavaScriptRuntime, package functions/jsruntime) is to be
+	// added here by default, when Config.Functions.Runtimes has none of
+	// that name.
+	for name, rt := range cfg.Functions.Runtimes {
+		if err := s.functions.AddRuntime(name, rt); err != nil {
+			return nil, fmt.Errorf("connect: Config.Functions.Runtimes: %w", err)
+		}
 	}
 	if err := s.functions.RegisterJobs(s.scheduler); err != nil {
 		return nil, fmt.Errorf("connect: register the jobs of functions: %w", err)
