@@ -289,8 +289,44 @@ func (s *Service) DeployFunctions(ctx context.Context, d *Deployment) (*DeployCh
 		return nil, ErrConcurrentDeployment
 	}
 	defer s.unlockDeploy(d.EnvironmentID)
+	// A transaction that loses a deadlock to a sync run (both write the
+	// syncs and their runs) is run again, from the functions as given.
+	given := make([]Function, len(d.Functions))
+	for i, f := range d.Functions {
+		given[i] = *f
+	}
 	var out *DeployChanges
-	err := s.st.WithTx(ctx, func(ctx context.Context) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		for i, f := range d.Functions {
+			*f = given[i]
+		}
+		out = nil
+		err = s.deployTx(ctx, d, &out)
+		if attempt == deployAttempts || !errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil {
+			break
+		}
+	}
+	for _, f := range d.Functions {
+		s.forgetFunction(f.EnvironmentID, f.Integration, f.Kind, f.Name)
+	}
+	if out != nil {
+		for _, f := range out.Deleted {
+			s.forgetFunction(f.EnvironmentID, f.Integration, f.Kind, f.Name)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// deployAttempts bounds the transactions of one deployment.
+const deployAttempts = 3
+
+// deployTx is one attempt of DeployFunctions: its transaction.
+func (s *Service) deployTx(ctx context.Context, d *Deployment, res **DeployChanges) error {
+	return s.st.WithTx(ctx, func(ctx context.Context) error {
 		if l, ok := any(s.st).(DeployLocker); ok {
 			held, err := l.TryLockDeploy(ctx, d.EnvironmentID)
 			if err != nil {
@@ -308,7 +344,7 @@ func (s *Service) DeployFunctions(ctx context.Context, d *Deployment) (*DeployCh
 		if err != nil {
 			return err
 		}
-		out = &DeployChanges{Deleted: ch.Deleted, DeletedModels: ch.DeletedModels}
+		out := &DeployChanges{Deleted: ch.Deleted, DeletedModels: ch.DeletedModels}
 		for _, f := range d.Functions {
 			p := prev[identityOf(f)]
 			changed, err := s.deployOne(ctx, f, p)
@@ -329,20 +365,12 @@ func (s *Service) DeployFunctions(ctx context.Context, d *Deployment) (*DeployCh
 				return err
 			}
 		}
-		return s.queueDeletedModels(ctx, d.EnvironmentID, scopes)
-	})
-	for _, f := range d.Functions {
-		s.forgetFunction(f.EnvironmentID, f.Integration, f.Kind, f.Name)
-	}
-	if out != nil {
-		for _, f := range out.Deleted {
-			s.forgetFunction(f.EnvironmentID, f.Integration, f.Kind, f.Name)
+		if err := s.queueDeletedModels(ctx, d.EnvironmentID, scopes); err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+		*res = out
+		return nil
+	})
 }
 
 // checkDeployment checks a deployment's functions, without I/O.
