@@ -48,7 +48,9 @@ func (r *fakeJS) RunSync(ctx context.Context, f *functions.Function, c *function
 	return nil
 }
 
-func (r *fakeJS) RunOnEvent(ctx context.Context, f *functions.Function, c *functions.Context) error { return nil }
+func (r *fakeJS) RunOnEvent(ctx context.Context, f *functions.Function, c *functions.Context) error {
+	return nil
+}
 
 // deployFixture is a started Service with the JavaScript runtime faked,
 // the integration "fake" (of the fake provider API of fnBundle) and its

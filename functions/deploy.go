@@ -393,7 +393,9 @@ func (s *Service) checkDeployment(d *Deployment) error {
 	return nil
 }
 
-func identityOf(f *Function) fnCacheKey { return fnCacheKey{f.EnvironmentID, f.Integration, f.Kind, f.Name} }
+func identityOf(f *Function) fnCacheKey {
+	return fnCacheKey{f.EnvironmentID, f.Integration, f.Kind, f.Name}
+}
 
 // lockDeploy takes this process's deployment lock of an environment,
 // without waiting.

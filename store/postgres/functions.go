@@ -163,7 +163,7 @@ var (
 		WHERE ` + functionIdentity + ` ORDER BY id DESC LIMIT $5) newest)`)
 	qListFunctionVersions = newQuery(`SELECT ` + functionVersionColumns + ` FROM {s}.function_versions
 	WHERE ` + functionIdentity + ` ORDER BY id DESC`)
-	qGetFunction = newQuery(`SELECT ` + functionColumns + ` FROM {s}.functions WHERE ` + functionIdentity)
+	qGetFunction   = newQuery(`SELECT ` + functionColumns + ` FROM {s}.functions WHERE ` + functionIdentity)
 	qListFunctions = newQuery(`SELECT ` + functionColumns + ` FROM {s}.functions
 	WHERE environment_id = $1 AND ($2::text = '' OR integration_key = $2::text)
 	ORDER BY integration_key COLLATE "C", kind, name`)
