@@ -74,6 +74,21 @@ func setupDeploy(t *testing.T, b *backend, mutate ...func(*connect.Config)) *dep
 	return &deployFixture{fnBundle: fb, js: js}
 }
 
+// setupDeployed is setupDeploy with the CLI's project deployed, and the
+// integration "other" with the action create-item deployed with -i other.
+func setupDeployed(t *testing.T, b *backend) *deployFixture {
+	t.Helper()
+	f := setupDeploy(t, b)
+	f.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"fx-api","unique_key":"other"}`})
+	f.deploy(t, capturedBody(t, "all-deploy.json", nil))
+	f.deploy(t, capturedBody(t, "integration-deploy.json", func(m map[string]any) {
+		without("items", "whoami")(m)
+		flowNamed(m, "create-item")["providerConfigKey"] = "other"
+		delete(m, "onEventScriptsByProvider")
+	}))
+	return f
+}
+
 // capturedBody returns a captured body of functions/testdata/deploy,
 // changed by edit.
 func capturedBody(t testing.TB, name string, edit func(m map[string]any)) string {
@@ -320,15 +335,7 @@ func names2(v any) []string {
 // sync declares any more.
 func TestDeployReconcile(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
-		f := setupDeploy(t, b)
-		f.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"fx-api","unique_key":"other"}`})
-		f.deploy(t, capturedBody(t, "all-deploy.json", nil))
-		// A function of another integration, deployed with -i other.
-		f.deploy(t, capturedBody(t, "integration-deploy.json", func(m map[string]any) {
-			without("items", "whoami")(m)
-			flowNamed(m, "create-item")["providerConfigKey"] = "other"
-			delete(m, "onEventScriptsByProvider")
-		}))
+		f := setupDeployed(t, b)
 		if _, ok := f.stored(t)["other/action/create-item"]; !ok || len(f.stored(t)) != 5 {
 			t.Fatalf("after -i other: %v", f.stored(t))
 		}
@@ -752,14 +759,7 @@ func TestDeployScope(t *testing.T) {
 // functions of their scope; the preview changes nothing.
 func TestDeployBundle(t *testing.T) {
 	backends(t, func(t *testing.T, b *backend) {
-		f := setupDeploy(t, b)
-		f.mustDo(t, 200, req{method: "POST", path: "/integrations", body: `{"provider":"fx-api","unique_key":"other"}`})
-		f.deploy(t, capturedBody(t, "all-deploy.json", nil))
-		f.deploy(t, capturedBody(t, "integration-deploy.json", func(m map[string]any) {
-			without("items", "whoami")(m)
-			flowNamed(m, "create-item")["providerConfigKey"] = "other"
-			delete(m, "onEventScriptsByProvider")
-		}))
+		f := setupDeployed(t, b)
 		// The captured body: an integration that does not exist here.
 		for _, path := range []string{"/functions/deployments/bundle/preview", "/functions/deployments/bundle"} {
 			r := f.mustDo(t, 200, cliReq(path, capturedBody(t, "bundle-bundle.json", nil)))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,6 +100,25 @@ type recordScope struct {
 
 // deletedModelsJobScopes bounds the scopes of one job.
 const deletedModelsJobScopes = 1000
+
+// NextVersion is the version a FunctionStore gives a changed function
+// stored without one: the stored version with its last number plus one
+// when it is numbers (of up to 18 digits each) separated by dots ("7" is
+// "8", "1.0.9" is "1.0.10"), else the stored version.
+func NextVersion(stored string) string {
+	parts := strings.Split(stored, ".")
+	for _, p := range parts {
+		if len(p) == 0 || len(p) > 18 || strings.Trim(p, "0123456789") != "" {
+			return stored
+		}
+	}
+	n, err := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+	if err != nil {
+		return stored
+	}
+	parts[len(parts)-1] = strconv.FormatInt(n+1, 10)
+	return strings.Join(parts, ".")
+}
 
 // checkDeployable checks a function deployed at run time and normalises
 // its sync frequency.

@@ -79,6 +79,18 @@ func checkCLIVersion(r *http.Request) error {
 		"The nango CLI %s is too old for this server: use %s or later (npm install nango@latest).", m[1], MinCLIVersion))
 }
 
+// readCLIBody reads the body of a deploy route, after checking that the
+// request has no query and does not come from a CLI that is too old.
+func readCLIBody(r *http.Request) ([]byte, error) {
+	if err := onlyQuery(r); err != nil {
+		return nil, err
+	}
+	if err := checkCLIVersion(r); err != nil {
+		return nil, err
+	}
+	return httpapi.ReadBody(r)
+}
+
 // versionLess compares dotted numbers.
 func versionLess(a, b string) bool {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
@@ -151,13 +163,7 @@ type deployResult struct {
 
 func (s *Service) deployHTTP(confirm bool) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
-		if err := onlyQuery(r); err != nil {
-			return err
-		}
-		if err := checkCLIVersion(r); err != nil {
-			return err
-		}
-		b, err := httpapi.ReadBody(r)
+		b, err := readCLIBody(r)
 		if err != nil {
 			return err
 		}
@@ -277,13 +283,7 @@ type bundleRef struct {
 
 func (s *Service) bundleHTTP(preview bool) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
-		if err := onlyQuery(r); err != nil {
-			return err
-		}
-		if err := checkCLIVersion(r); err != nil {
-			return err
-		}
-		b, err := httpapi.ReadBody(r)
+		b, err := readCLIBody(r)
 		if err != nil {
 			return err
 		}

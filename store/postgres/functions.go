@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -202,24 +201,6 @@ func prefixColumns(prefix, columns string) string {
 	return strings.Join(parts, ", ")
 }
 
-// nextFunctionVersion is the version of a changed function given none:
-// the stored one with its last number plus one when it is numbers
-// separated by dots (of up to 18 digits each), else the stored one.
-func nextFunctionVersion(stored string) string {
-	parts := strings.Split(stored, ".")
-	for _, p := range parts {
-		if len(p) == 0 || len(p) > 18 || strings.Trim(p, "0123456789") != "" {
-			return stored
-		}
-	}
-	n, err := strconv.ParseInt(parts[len(parts)-1], 10, 64)
-	if err != nil {
-		return stored
-	}
-	parts[len(parts)-1] = strconv.FormatInt(n+1, 10)
-	return strings.Join(parts, ".")
-}
-
 // PutFunction creates f, or replaces the function of its identity when
 // anything but its version differs, or its version differs and f has
 // one, copying the replaced one into its versions; see
@@ -276,7 +257,7 @@ func (s *Store) PutFunction(ctx context.Context, f *functions.Function) (bool, e
 			}
 			var r functionRow
 			err = s.get(ctx, qReplaceFunction, &r, f.EnvironmentID, f.Integration, string(f.Kind), f.Name, f.Runtime,
-				f.Version, f.Source, def, code, source, f.SDKVersion, f.DeployedAt, nextFunctionVersion(old.Version))
+				f.Version, f.Source, def, code, source, f.SDKVersion, f.DeployedAt, functions.NextVersion(old.Version))
 			if errors.Is(err, sql.ErrNoRows) {
 				stored, err = old.function()
 				return err

@@ -197,24 +197,12 @@ func scanFunction(r fnScanner) (*functions.Function, error) {
 }
 
 // nextVersion is the version of a changed function: the one given, else
-// the stored one with its last number plus one when it is numbers (of up
-// to 18 digits each) separated by dots, else the stored one.
+// functions.NextVersion of the stored one.
 func nextVersion(stored, given string) string {
 	if given != "" {
 		return given
 	}
-	parts := strings.Split(stored, ".")
-	for _, p := range parts {
-		if len(p) == 0 || len(p) > 18 || strings.Trim(p, "0123456789") != "" {
-			return stored
-		}
-	}
-	n, err := strconv.ParseInt(parts[len(parts)-1], 10, 64)
-	if err != nil {
-		return stored
-	}
-	parts[len(parts)-1] = strconv.FormatInt(n+1, 10)
-	return strings.Join(parts, ".")
+	return functions.NextVersion(stored)
 }
 
 const functionVersionColumns = `environment_id, integration_key, kind, name, version, runtime, source,
