@@ -302,6 +302,15 @@ func TestDeployWithTheCLI(t *testing.T) {
 			t.Errorf("code of items: %.200s", r.raw)
 		}
 
+		// A new sync that does not auto-start gets paused schedules.
+		f.deploy(t, capturedBody(t, "sync-deploy.json", func(m map[string]any) {
+			flowNamed(m, "items")["syncName"], flowNamed(m, "items")["auto_start"] = "items-later", false
+		}))
+		if ss := f.schedules(t, "items-later"); len(ss) != 2 || !ss[0].Paused || !ss[1].Paused || ss[0].NextRunAt != nil {
+			t.Errorf("schedules of a sync without auto_start: %+v", ss)
+		}
+		f.mustDo(t, 200, req{method: "DELETE", path: "/integrations/fake/functions/items-later?type=sync"})
+
 		// The same again: nothing new, nothing changed.
 		c = f.confirm(t, capturedBody(t, "all-confirmation.json", nil))
 		for k, v := range c {

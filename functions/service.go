@@ -306,7 +306,10 @@ func (s *Service) forgetConnection(c *connections.Connection) {
 // GET /integrations/{key}/functions) the first time the integration is
 // used, and again when its definition changes. Registering a function
 // again under the same integration, kind and name replaces it. Register
-// may be called before or after Start.
+// may be called before or after Start. A function that an environment has
+// deployed at run time (with the nango CLI) under the same integration,
+// kind and name is not replaced there: DeployAll (and so Start) reports
+// it as a *ClashError.
 func (s *Service) Register(fns ...any) error {
 	rs := make([]*registered, 0, len(fns))
 	for _, f := range fns {
