@@ -42,6 +42,10 @@ var apiKeyRoutes = []req{
 	{method: "POST", path: "/connect/sessions/reconnect", body: `{"connection_id":"c1","integration_id":"gh"}`},
 	{method: "GET", path: "/proxy/user", header: map[string]string{"Connection-Id": "c1", "Provider-Config-Key": "gh"}},
 	{method: "POST", path: "/proxy/user", header: map[string]string{"Connection-Id": "c1", "Provider-Config-Key": "gh"}, body: `{}`},
+	{method: "POST", path: "/sync/deploy/confirmation", body: `{"flowConfigs":[],"reconcile":false,"deployMode":"all"}`},
+	{method: "POST", path: "/sync/deploy", body: `{"flowConfigs":[],"reconcile":false,"deployMode":"single"}`},
+	{method: "POST", path: "/functions/deployments/bundle/preview", body: `{"reconciliationScope":{"kind":"environment"},"functions":[]}`},
+	{method: "POST", path: "/functions/deployments/bundle", body: `{"reconciliationScope":{"kind":"integration","integrationId":"gh"},"functions":[]}`},
 }
 
 // TestAPIKeyWithoutScopes: authorization fails closed. A key created

@@ -418,10 +418,20 @@ type FunctionsConfig struct {
 	// action (default functions.DefaultRetryBackoff: 3 seconds, doubling,
 	// at most 5 minutes).
 	RetryBackoff func(n int) time.Duration
+	// Runtimes run the functions deployed at run time, by the name their
+	// Function.Runtime gives (see functions.Service.AddRuntime). The
+	// functions deployed with the nango CLI (POST /sync/deploy) need
+	// functions.JavaScriptRuntime: without it, their deployment is refused
+	// with 501 javascript_runtime_unavailable.
+	Runtimes map[string]functions.Runtime
 	// JavaScript configures the runtime of functions deployed with the
 	// nango CLI (memory, call depth and how many run at once); the zero
 	// value keeps jsruntime's defaults.
 	JavaScript jsruntime.Options
+	// DisableJavaScript leaves the JavaScript runtime out (unless Runtimes
+	// gives one): deployments of functions are then refused with 501
+	// javascript_runtime_unavailable, and no code others wrote runs.
+	DisableJavaScript bool
 }
 
 // Errors returned by New for a missing or wrong part of Config.
@@ -671,16 +681,26 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	js := cfg.Functions.JavaScript
-	if js.Logger == nil {
-		js.Logger = cfg.Logger
+	// The runtimes of functions deployed at run time; the JavaScript
+	// runtime of the functions deployed with the nango CLI unless
+	// Config.Functions.Runtimes gives one of that name.
+	for name, rt := range cfg.Functions.Runtimes {
+		if err := s.functions.AddRuntime(name, rt); err != nil {
+			return nil, fmt.Errorf("connect: Config.Functions.Runtimes: %w", err)
+		}
 	}
-	jsrt, err := jsruntime.New(js)
-	if err != nil {
-		return nil, fmt.Errorf("connect: Config.Functions.JavaScript: %w", err)
-	}
-	if err := s.functions.AddRuntime(jsruntime.Name, jsrt); err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+	if _, ok := cfg.Functions.Runtimes[functions.JavaScriptRuntime]; !ok && !cfg.Functions.DisableJavaScript {
+		js := cfg.Functions.JavaScript
+		if js.Logger == nil {
+			js.Logger = cfg.Logger
+		}
+		jsrt, err := jsruntime.New(js)
+		if err != nil {
+			return nil, fmt.Errorf("connect: Config.Functions.JavaScript: %w", err)
+		}
+		if err := s.functions.AddRuntime(functions.JavaScriptRuntime, jsrt); err != nil {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
 	}
 	if err := s.functions.RegisterJobs(s.scheduler); err != nil {
 		return nil, fmt.Errorf("connect: register the jobs of functions: %w", err)

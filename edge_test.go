@@ -97,6 +97,7 @@ func edgeRoutes(key, tok string) []edgeRoute {
 		edgeRoute{name: "health", method: "GET", path: "/health"},
 		edgeRoute{name: "logo", method: "GET", path: "/providers/github/logo.svg"},
 		edgeRoute{name: "incoming webhook", method: "POST", path: "/webhook/dev/gh", header: jsonCT, body: `{"installation":{"id":1}}`},
+		edgeRoute{name: "cli telemetry", method: "POST", path: "/cli/telemetry", header: jsonCT, body: `{"event":"cli:deploy"}`},
 		edgeRoute{name: "get session", method: "GET", path: "/connect/session", header: bearer},
 		edgeRoute{name: "delete session", method: "DELETE", path: "/connect/session", header: bearer},
 		edgeRoute{name: "preflight", method: "OPTIONS", path: "/connect/session"},

@@ -120,16 +120,7 @@ func setupFunctionsAPI(t *testing.T, b *backend, register func(svc *connect.Serv
 	if handle != nil {
 		api.setHandle(handle)
 	}
-	cat, err := integrations.DefaultCatalog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err = cat.With(&integrations.Provider{Name: "fx-api", DisplayName: "FX API", AuthMode: integrations.AuthModeAPIKey,
-		Credentials: map[string]integrations.FieldSpec{"apiKey": {Type: "string", Title: "API key"}},
-		Proxy:       &integrations.Proxy{BaseURL: api.srv.URL, Headers: map[string]string{"X-Api-Key": "${apiKey}"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := fxCatalog(t, api.srv.URL)
 	bu := setup(t, b, append([]func(*connect.Config){func(c *connect.Config) {
 		c.Providers = cat
 		c.Now = time.Now
@@ -159,6 +150,23 @@ func setupFunctionsAPI(t *testing.T, b *backend, register func(svc *connect.Serv
 		_ = bu.svc.Stop(ctx)
 	})
 	return &fnBundle{bundle: bu, api: api, hook: sink}
+}
+
+// fxCatalog is the provider catalogue with the provider "fx-api", whose
+// API (at base) takes an API key in the X-Api-Key header.
+func fxCatalog(t testing.TB, base string) *integrations.Catalog {
+	t.Helper()
+	cat, err := integrations.DefaultCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err = cat.With(&integrations.Provider{Name: "fx-api", DisplayName: "FX API", AuthMode: integrations.AuthModeAPIKey,
+		Credentials: map[string]integrations.FieldSpec{"apiKey": {Type: "string", Title: "API key"}},
+		Proxy:       &integrations.Proxy{BaseURL: base, Headers: map[string]string{"X-Api-Key": "${apiKey}"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }
 
 func actionReq(name, input string, header map[string]string) req {

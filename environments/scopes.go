@@ -30,6 +30,11 @@ const (
 	// /providers/{provider}/templates); ScopeFunctionsWrite deletes them.
 	ScopeFunctionsRead  = "environment:functions:read"
 	ScopeFunctionsWrite = "environment:functions:write"
+	// ScopeEnvironmentDeploy deploys functions with the nango CLI
+	// (/sync/deploy, /sync/deploy/confirmation,
+	// /functions/deployments/bundle[/preview]): Nango's scope of those
+	// routes.
+	ScopeEnvironmentDeploy = "environment:deploy"
 	// ScopeSyncsRead reads sync statuses; ScopeSyncsWrite triggers,
 	// pauses and starts syncs, sets their frequency and manages variants.
 	ScopeSyncsRead  = "environment:syncs:read"
@@ -55,7 +60,7 @@ func AllScopes() []string {
 		ScopeConnectSessionsWrite, ScopeActionsExecute, ScopeProxy,
 		ScopeEnvironmentVariablesRead,
 		ScopeWebhooksRead, ScopeWebhooksWrite,
-		ScopeFunctionsRead, ScopeFunctionsWrite, ScopeSyncsRead, ScopeSyncsWrite,
+		ScopeFunctionsRead, ScopeFunctionsWrite, ScopeEnvironmentDeploy, ScopeSyncsRead, ScopeSyncsWrite,
 		ScopeRecordsRead, ScopeRecordsWrite,
 	}
 }

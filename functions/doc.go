@@ -54,7 +54,11 @@
 // The code of a function runs on a [Runtime]: Go functions on the built-in
 // one; a runtime for code deployed at run time is added with
 // [Service.AddRuntime]. Scheduling, bookkeeping, webhooks and records never
-// depend on which runtime ran a function.
+// depend on which runtime ran a function. Functions written in TypeScript
+// for Nango are deployed at run time with the nango CLI (POST /sync/deploy
+// and its confirmation, [Service.DeployFunctions]) and run on the runtime
+// named [JavaScriptRuntime]; a deployment cannot replace a function
+// registered in Go, nor the reverse ([ClashError]).
 //
 // Deployed functions, schedules, runs, checkpoints, async action tasks and
 // records are held by a [Store] (store/sqlite and store/postgres

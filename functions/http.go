@@ -17,8 +17,9 @@ import (
 
 // Routes registers the HTTP routes of functions: the deployed functions
 // (/integrations/{key}/functions...), /scripts/config, provider templates,
-// actions (/action/trigger, /action/{id}), syncs (/sync/...) and records
-// (/records, /records/prune).
+// actions (/action/trigger, /action/{id}), syncs (/sync/...), records
+// (/records, /records/prune) and the nango CLI's deployments
+// (/sync/deploy..., /functions/deployments/bundle..., /cli/telemetry).
 func (s *Service) Routes(rt *httpapi.Router) {
 	read, write := environments.ScopeFunctionsRead, environments.ScopeFunctionsWrite
 	for _, r := range []httpapi.Route{
@@ -35,6 +36,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 	}
 	s.syncRoutes(rt)
 	s.recordRoutes(rt)
+	s.deployRoutes(rt)
 }
 
 // onlyQuery refuses query parameters other than allowed.
@@ -84,6 +86,7 @@ type FunctionJSON struct {
 	Enabled              bool            `json:"enabled"`
 	LastDeployed         time.Time       `json:"last_deployed"`
 	Source               string          `json:"source"`
+	SDKVersion           string          `json:"sdk_version,omitempty"`
 	Version              string          `json:"version"`
 	Input                *string         `json:"input,omitempty"`
 	Returns              []string        `json:"returns,omitempty"`
@@ -100,7 +103,8 @@ type FunctionJSON struct {
 func functionJSON(f *Function) FunctionJSON {
 	d := f.Definition
 	out := FunctionJSON{Name: f.Name, Description: d.Description, Scopes: d.Scopes, Type: f.Kind, ID: f.ID,
-		Enabled: f.Enabled, LastDeployed: f.DeployedAt, Source: f.Source, Version: f.Version, Endpoints: d.Endpoints}
+		Enabled: f.Enabled, LastDeployed: f.DeployedAt, Source: f.Source, SDKVersion: f.SDKVersion, Version: f.Version,
+		Endpoints: d.Endpoints}
 	if f.Kind == KindOnEvent {
 		out.Event = d.Event
 		return out
@@ -235,10 +239,15 @@ func (s *Service) getFunctionHTTP(code bool) httpapi.HandlerFunc {
 	}
 }
 
-// functionCode is what GET .../code answers: the deployed code, or for a
-// function registered in Go (whose code is compiled into the host) its
-// source label and JSON Schema.
+// functionCode is what GET .../code answers: the source the deployed code
+// was built from (the TypeScript entry file of a function deployed with
+// the nango CLI, which nango pull writes to <integration>/<type>s/<name>.ts),
+// else the deployed code, or for a function registered in Go (whose code
+// is compiled into the host) its source label and JSON Schema.
 func functionCode(f *Function) string {
+	if len(f.SourceCode) > 0 {
+		return string(f.SourceCode)
+	}
 	if len(f.Code) > 0 {
 		return string(f.Code)
 	}
@@ -368,7 +377,7 @@ func scriptConfig(f *Function) map[string]any {
 		"attributes": orEmpty(d.Attributes), "scopes": scopes, "version": f.Version, "source": f.Source,
 		"endpoints": endpoints, "input": nilIfEmpty(d.Input), "enabled": f.Enabled, "last_deployed": f.UpdatedAt,
 		"webhookSubscriptions": orEmptyList(d.WebhookSubscriptions), "json_schema": rawOrNull(d.JSONSchema),
-		"sdk_version": nil, "models": models, "features": orEmptyList(d.Features),
+		"sdk_version": nilIfEmpty(f.SDKVersion), "models": models, "features": orEmptyList(d.Features),
 		"is_public": false, "pre_built": false, "nango_yaml_version": "v2",
 	}
 	if f.Kind == KindSync {

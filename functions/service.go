@@ -57,6 +57,7 @@ type TxStore interface {
 	ListEnvironments(ctx context.Context) ([]*environments.Environment, error)
 	ListIntegrations(ctx context.Context, environmentID int64) ([]*integrations.Integration, error)
 	ListConnections(ctx context.Context, f connections.Filter) ([]*connections.Connection, error)
+	CountConnections(ctx context.Context, environmentID int64, integrationKey string) (int, error)
 	GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*connections.Connection, error)
 }
 
@@ -154,6 +155,11 @@ type Service struct {
 	// credentials) for ConnectionCacheTTL; deletions and re-authorizations
 	// through this Service drop their entries.
 	conns *cache.Cache[connCacheKey, *connections.Connection]
+
+	// deploying holds the environments whose deployment this process
+	// runs (DeployFunctions); guarded by deployMu.
+	deployMu  sync.Mutex
+	deploying map[int64]bool
 
 	loopMu   sync.Mutex
 	stopLoop context.CancelFunc // guarded by loopMu
@@ -307,7 +313,10 @@ func (s *Service) forgetConnection(c *connections.Connection) {
 // GET /integrations/{key}/functions) the first time the integration is
 // used, and again when its definition changes. Registering a function
 // again under the same integration, kind and name replaces it. Register
-// may be called before or after Start.
+// may be called before or after Start. A function that an environment has
+// deployed at run time (with the nango CLI) under the same integration,
+// kind and name is not replaced there: DeployAll (and so Start) reports
+// it as a *ClashError.
 func (s *Service) Register(fns ...any) error {
 	rs := make([]*registered, 0, len(fns))
 	for _, f := range fns {
@@ -356,7 +365,44 @@ func (s *Service) lookup(f *Function) *registered {
 // deploy stores the registered functions of an integration of an
 // environment, unless this process did since the last Register. New
 // syncs get their schedules for the integration's existing connections.
+// A registered function whose name a function deployed at run time holds
+// in the environment is not stored (the deployed one stays): that is
+// logged, and reported by DeployAll.
 func (s *Service) deploy(ctx context.Context, env int64, integration string) error {
+	err := s.deployRegistered(ctx, env, integration)
+	if _, ok := errors.AsType[*ClashError](err); ok {
+		s.logger.ErrorContext(ctx, "functions: registered functions not deployed", "err", err)
+		return nil
+	}
+	return err
+}
+
+// ClashError is a function registered in Go (Register) that an
+// environment has deployed at run time under the same integration, kind
+// and name (with the nango CLI): the deployed one stays, and the Go one is
+// not deployed to that environment. DeployAll, and so Start, report it;
+// rename the Go function, or delete the deployed one. It matches
+// store.ErrConflict.
+type ClashError struct {
+	EnvironmentID int64
+	Integration   string
+	Kind          Kind
+	Name          string
+	// Runtime is the deployed function's.
+	Runtime string
+}
+
+func (e *ClashError) Error() string {
+	return fmt.Sprintf("functions: the %s %q registered in Go for integration %q is not deployed to environment %d: a function of runtime %q deployed there has its name",
+		e.Kind, e.Name, e.Integration, e.EnvironmentID, e.Runtime)
+}
+
+// Is makes a ClashError match store.ErrConflict.
+func (e *ClashError) Is(target error) bool { return target == store.ErrConflict }
+
+// deployRegistered is deploy, returning the ClashErrors (joined) of the
+// functions it did not store.
+func (s *Service) deployRegistered(ctx context.Context, env int64, integration string) error {
 	rs, gen := s.registeredFor(integration)
 	k := envKey{env, integration}
 	s.mu.RLock()
@@ -366,10 +412,19 @@ func (s *Service) deploy(ctx context.Context, env int64, integration string) err
 		return nil
 	}
 	now := s.nowUTC()
+	var clashes []error
 	for _, r := range rs {
 		f := r.fn
 		f.EnvironmentID, f.DeployedAt, f.UpdatedAt = env, now, now
 		changed, err := s.st.PutFunction(ctx, &f)
+		if errors.Is(err, store.ErrConflict) {
+			stored, gerr := s.st.GetFunction(ctx, env, integration, f.Kind, f.Name)
+			if gerr == nil && stored.Runtime != GoRuntime {
+				clashes = append(clashes, &ClashError{EnvironmentID: env, Integration: integration, Kind: f.Kind, Name: f.Name,
+					Runtime: stored.Runtime})
+				continue
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("functions: deploy %s %q to %q: %w", f.Kind, f.Name, integration, err)
 		}
@@ -394,7 +449,7 @@ func (s *Service) deploy(ctx context.Context, env int64, integration string) err
 	} else {
 		mark()
 	}
-	return nil
+	return errors.Join(clashes...)
 }
 
 // ForgetIntegration makes the Service store the registered functions of an
@@ -409,24 +464,33 @@ func (s *Service) ForgetIntegration(env int64, integration string) {
 }
 
 // DeployAll stores the registered functions in every environment that has
-// their integration. Start calls it.
+// their integration. Start calls it. A registered function that a
+// function deployed at run time in an environment clashes with is not
+// stored there (the deployed one stays): DeployAll stores the others and
+// then returns the ClashErrors, joined.
 func (s *Service) DeployAll(ctx context.Context) error {
 	envs, err := s.st.ListEnvironments(ctx)
 	if err != nil {
 		return err
 	}
+	var clashes []error
 	for _, e := range envs {
 		its, err := s.st.ListIntegrations(ctx, e.ID)
 		if err != nil {
 			return err
 		}
 		for _, it := range its {
-			if err := s.deploy(ctx, e.ID, it.UniqueKey); err != nil {
+			err := s.deployRegistered(ctx, e.ID, it.UniqueKey)
+			if _, ok := errors.AsType[*ClashError](err); ok {
+				clashes = append(clashes, err)
+				continue
+			}
+			if err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return errors.Join(clashes...)
 }
 
 func (s *Service) nowUTC() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }

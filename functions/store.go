@@ -52,6 +52,15 @@ type Function struct {
 	// Code is the deployed code of runtimes that run stored code (empty
 	// for Go functions).
 	Code []byte
+	// SourceCode is the source the code was built from, when the deployer
+	// sent it: the TypeScript entry file of a function deployed with the
+	// nango CLI (what GET .../code answers and nango pull writes). Empty
+	// for Go functions.
+	SourceCode []byte
+	// SDKVersion is the version of the SDK the code was built with (the
+	// nango CLI's sdkVersion, such as "0.71.10-zero"); empty for Go
+	// functions.
+	SDKVersion string
 	// DeployedAt is when the current definition was deployed
 	// (last_deployed); UpdatedAt when the row last changed.
 	DeployedAt time.Time
@@ -105,18 +114,24 @@ const (
 	EventValidateConnection     Event = "validate-connection"
 )
 
-// FunctionStore holds deployed functions.
+// FunctionStore holds deployed functions, and the versions they had
+// before their current one.
 type FunctionStore interface {
 	// PutFunction creates f, or replaces the function of its identity.
 	// When one is stored with the same Runtime, Version (an empty
-	// f.Version matches any), Source, Code and Definition (compared as
-	// JSON), nothing changes and changed is false. Otherwise the stored
-	// one is replaced, keeping its ID and Enabled, with DeployedAt and
-	// UpdatedAt set to f.DeployedAt; a new one gets an ID, Enabled true
-	// and both times from f.DeployedAt. An empty f.Version becomes "1" for
-	// a new function and, for a changed one, the stored version plus one
-	// when it is a number, else the stored version. f is set to what is
-	// stored.
+	// f.Version matches any), Source, Code, SourceCode, SDKVersion and
+	// Definition (compared as JSON), nothing changes and changed is false.
+	// Otherwise the stored one is replaced, keeping its ID and Enabled,
+	// with DeployedAt and UpdatedAt set to f.DeployedAt, and the replaced
+	// one is added to the function's versions (ListFunctionVersions) in
+	// the same transaction; a new one gets an ID, Enabled true and both
+	// times from f.DeployedAt. An empty f.Version becomes "1" for a new
+	// function and, for a changed one, the stored version with its last
+	// number plus one when it is numbers separated by dots ("7" is "8",
+	// "1.0.9" is "1.0.10"), else the stored version. A function
+	// registered in Go (Runtime GoRuntime) is never replaced by one of
+	// another runtime, nor the reverse: that is ErrConflict, and nothing
+	// changes. f is set to what is stored.
 	PutFunction(ctx context.Context, f *Function) (changed bool, err error)
 	// GetFunction returns the function of an identity, or ErrNotFound.
 	GetFunction(ctx context.Context, environmentID int64, integration string, kind Kind, name string) (*Function, error)
@@ -126,10 +141,53 @@ type FunctionStore interface {
 	ListFunctions(ctx context.Context, environmentID int64, integration string) ([]*Function, error)
 	// DeleteFunction deletes the function of an identity, with its
 	// syncs (for a sync: every schedule of every connection, variants
-	// included, and their runs), or returns ErrNotFound.
+	// included, and their runs), or returns ErrNotFound. The deleted
+	// function is added to its versions, which stay.
 	DeleteFunction(ctx context.Context, environmentID int64, integration string, kind Kind, name string) error
 	// SetFunctionEnabled sets Enabled, or returns ErrNotFound.
 	SetFunctionEnabled(ctx context.Context, environmentID int64, integration string, kind Kind, name string, enabled bool) error
+	// ListFunctionVersions returns the versions a function of an identity
+	// had before its current one (replaced by PutFunction, or deleted),
+	// newest first: at most FunctionVersionsKept, the older ones are
+	// deleted as newer ones are added. None is no error. They go with
+	// the integration, as functions do.
+	ListFunctionVersions(ctx context.Context, environmentID int64, integration string, kind Kind, name string) ([]*FunctionVersion, error)
+}
+
+// FunctionVersionsKept is how many earlier versions of a function a
+// FunctionStore keeps.
+const FunctionVersionsKept = 20
+
+// FunctionVersion is a version a function had: its identity and what
+// PutFunction compares.
+type FunctionVersion struct {
+	EnvironmentID int64
+	Integration   string
+	Kind          Kind
+	Name          string
+	Version       string
+	Runtime       string
+	Source        string
+	SDKVersion    string
+	Definition    Definition
+	Code          []byte
+	SourceCode    []byte
+	// DeployedAt is when this version was deployed.
+	DeployedAt time.Time
+}
+
+// DeployLocker is implemented by a Store that can refuse a second
+// deployment of an environment while one is in progress in another
+// process (the Postgres store, with a transaction-level advisory lock).
+// A Store without it relies on the Service's own lock, which holds
+// within one process, and on its transactions (SQLite runs one writing
+// transaction at a time, so deployments through several processes on
+// one file run one after the other).
+type DeployLocker interface {
+	// TryLockDeploy takes the deployment lock of an environment until the
+	// transaction of ctx ends, and reports false, without waiting, when
+	// another transaction holds it. It must be called inside WithTx.
+	TryLockDeploy(ctx context.Context, environmentID int64) (bool, error)
 }
 
 // Schedule is the schedule of one sync function for one connection and

@@ -44,6 +44,9 @@ func (s *Service) RegisterJobs(sch jobs.Scheduler) error {
 	if err := sch.Register(RetentionJobKind, s.handleRetentionJob); err != nil {
 		return err
 	}
+	if err := sch.Register(DeployJobKind, s.handleDeletedModelsJob); err != nil {
+		return err
+	}
 	return sch.Register(OnEventJobKind, s.handleOnEventJob)
 }
 

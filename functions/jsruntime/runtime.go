@@ -318,7 +318,7 @@ func props(f *functions.Function, c *functions.Context, sc *functions.SyncContex
 		EnvironmentID: c.EnvironmentID, ActivityLogID: c.LogID, ScriptType: st,
 		SyncConfig: map[string]any{"sync_name": f.Name, "type": string(f.Kind), "version": f.Version,
 			"models": modelNames(f), "runs": f.Definition.Runs, "track_deletes": f.Definition.TrackDeletes,
-			"auto_start": f.Definition.AutoStart, "attributes": f.Definition.Attributes,
+			"auto_start": f.Definition.AutoStart, "sdk_version": f.SDKVersion, "attributes": f.Definition.Attributes,
 			"input": f.Definition.Input}}
 	if sc != nil {
 		p.Variant = sc.Variant
@@ -427,5 +427,5 @@ func (h *host) thrownError(ctx context.Context, t *thrown) error {
 }
 
 // Name is the functions.Function.Runtime of functions deployed with the
-// nango CLI.
-const Name = "javascript"
+// nango CLI: functions.JavaScriptRuntime.
+const Name = functions.JavaScriptRuntime

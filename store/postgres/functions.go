@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -62,7 +63,7 @@ func rawJSON(b []byte) json.RawMessage {
 // ---- Functions ----
 
 const functionColumns = `id, environment_id, integration_key, kind, name, runtime, version, source,
-	enabled, definition, code, deployed_at, updated_at`
+	enabled, definition, code, source_code, sdk_version, deployed_at, updated_at`
 
 type functionRow struct {
 	ID            int64
@@ -76,6 +77,8 @@ type functionRow struct {
 	Enabled       bool
 	Definition    []byte
 	Code          []byte
+	SourceCode    []byte
+	SDKVersion    string
 	DeployedAt    time.Time
 	UpdatedAt     time.Time
 }
@@ -83,7 +86,7 @@ type functionRow struct {
 // scanTargets lists the fields in the order of functionColumns.
 func (r *functionRow) scanTargets() []any {
 	return []any{&r.ID, &r.EnvironmentID, &r.Integration, &r.Kind, &r.Name, &r.Runtime, &r.Version, &r.Source,
-		&r.Enabled, &r.Definition, &r.Code, &r.DeployedAt, &r.UpdatedAt}
+		&r.Enabled, &r.Definition, &r.Code, &r.SourceCode, &r.SDKVersion, &r.DeployedAt, &r.UpdatedAt}
 }
 
 func (r *functionRow) function() (*functions.Function, error) {
@@ -98,6 +101,8 @@ func (r *functionRow) function() (*functions.Function, error) {
 		Source:        r.Source,
 		Enabled:       r.Enabled,
 		Code:          r.Code,
+		SourceCode:    r.SourceCode,
+		SDKVersion:    r.SDKVersion,
 		DeployedAt:    r.DeployedAt.UTC(),
 		UpdatedAt:     r.UpdatedAt.UTC(),
 	}
@@ -107,96 +112,174 @@ func (r *functionRow) function() (*functions.Function, error) {
 	return f, nil
 }
 
+// functionIdentity is the WHERE of the statements on one function's rows,
+// in functions and function_versions.
+const functionIdentity = `environment_id = $1 AND integration_key = $2 AND kind = $3 AND name = $4`
+
+const functionVersionColumns = `environment_id, integration_key, kind, name, version, runtime, source,
+	sdk_version, definition, code, source_code, deployed_at`
+
 var (
-	// qPutFunction inserts a function or replaces a changed one: the
-	// WHERE of its DO UPDATE leaves an unchanged one alone, and then no
-	// row comes back. An empty version ($6) matches any stored one; a new
-	// function without one is version 1, a changed one the stored
-	// version plus one when that is a number.
-	qPutFunction = newQuery(`
-	INSERT INTO {s}.functions AS f (environment_id, integration_key, kind, name, runtime, version, source,
-		enabled, definition, code, deployed_at, updated_at)
-	SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text,
-		CASE WHEN $6::text = '' THEN '1' ELSE $6::text END, $7::text, true, $8::jsonb, $9::bytea,
-		$10::timestamptz, $10::timestamptz
+	// qLockFunction reads a function and locks its row until the
+	// transaction ends, so that what PutFunction compares and copies into
+	// its versions is what it replaces.
+	qLockFunction = newQuery(`SELECT ` + functionColumns + ` FROM {s}.functions WHERE ` + functionIdentity + `
+	FOR UPDATE`)
+	// qInsertFunction inserts a new function when its integration exists;
+	// no row comes back when it does not, or when another transaction
+	// inserted the function first.
+	qInsertFunction = newQuery(`
+	INSERT INTO {s}.functions (environment_id, integration_key, kind, name, runtime, version, source,
+		enabled, definition, code, source_code, sdk_version, deployed_at, updated_at)
+	SELECT $1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, true, $8::jsonb, $9::bytea,
+		$10::bytea, $11::text, $12::timestamptz, $12::timestamptz
 	WHERE EXISTS (SELECT 1 FROM {s}.integrations WHERE environment_id = $1 AND unique_key = $2)
-	ON CONFLICT (environment_id, integration_key, kind, name) DO UPDATE SET
-		runtime = excluded.runtime,
-		version = CASE WHEN $6::text <> '' THEN $6::text
-			WHEN f.version ~ '^[0-9]{1,18}$' THEN (f.version::bigint + 1)::text
-			ELSE f.version END,
-		source = excluded.source, definition = excluded.definition, code = excluded.code,
-		deployed_at = excluded.deployed_at, updated_at = excluded.updated_at
-	WHERE NOT (f.runtime = excluded.runtime AND f.source = excluded.source AND f.code = excluded.code
-		AND f.definition = excluded.definition AND ($6::text = '' OR f.version = $6::text))
+	ON CONFLICT (environment_id, integration_key, kind, name) DO NOTHING
 	RETURNING ` + functionColumns)
-	qGetFunction = newQuery(`SELECT ` + functionColumns + ` FROM {s}.functions
-	WHERE environment_id = $1 AND integration_key = $2 AND kind = $3 AND name = $4`)
+	// qReplaceFunction replaces the function locked by qLockFunction when
+	// it differs, copying the replaced one into its versions, and returns
+	// the new row; none when nothing differs. An empty version ($6) matches
+	// any stored one; $13 is the version of a changed function without
+	// one. The CTEs see the row as it was before the UPDATE.
+	qReplaceFunction = newQuery(`
+	WITH old AS (
+		SELECT * FROM {s}.functions
+		WHERE ` + functionIdentity + ` AND NOT (runtime = $5 AND source = $7 AND definition = $8::jsonb
+			AND code = $9::bytea AND source_code = $10::bytea AND sdk_version = $11 AND ($6::text = '' OR version = $6::text))
+	), kept AS (
+		INSERT INTO {s}.function_versions (` + functionVersionColumns + `)
+		SELECT ` + functionVersionColumns + ` FROM old
+	)
+	UPDATE {s}.functions f SET runtime = $5, version = CASE WHEN $6::text <> '' THEN $6::text ELSE $13::text END,
+		source = $7, definition = $8::jsonb, code = $9::bytea, source_code = $10::bytea, sdk_version = $11,
+		deployed_at = $12, updated_at = $12
+	FROM old WHERE f.id = old.id
+	RETURNING ` + prefixColumns("f.", functionColumns))
+	// qPruneFunctionVersions deletes the versions of a function beyond the
+	// newest $5.
+	qPruneFunctionVersions = newQuery(`DELETE FROM {s}.function_versions
+	WHERE ` + functionIdentity + ` AND id < (SELECT min(id) FROM (SELECT id FROM {s}.function_versions
+		WHERE ` + functionIdentity + ` ORDER BY id DESC LIMIT $5) newest)`)
+	qListFunctionVersions = newQuery(`SELECT ` + functionVersionColumns + ` FROM {s}.function_versions
+	WHERE ` + functionIdentity + ` ORDER BY id DESC`)
+	qGetFunction   = newQuery(`SELECT ` + functionColumns + ` FROM {s}.functions WHERE ` + functionIdentity)
 	qListFunctions = newQuery(`SELECT ` + functionColumns + ` FROM {s}.functions
 	WHERE environment_id = $1 AND ($2::text = '' OR integration_key = $2::text)
 	ORDER BY integration_key COLLATE "C", kind, name`)
-	// qDeleteFunction deletes a function and, for a sync, its syncs (their
-	// runs cascade), in one statement; it returns a row when the function
-	// existed.
+	// qDeleteFunction deletes a function, copying it into its versions,
+	// and, for a sync, its syncs (their runs cascade), in one statement;
+	// it returns a row when the function existed.
 	qDeleteFunction = newQuery(`
 	WITH f AS (
-		DELETE FROM {s}.functions
-		WHERE environment_id = $1 AND integration_key = $2 AND kind = $3 AND name = $4
-		RETURNING kind
+		DELETE FROM {s}.functions WHERE ` + functionIdentity + `
+		RETURNING *
+	), kept AS (
+		INSERT INTO {s}.function_versions (` + functionVersionColumns + `)
+		SELECT ` + functionVersionColumns + ` FROM f
 	), s AS (
 		DELETE FROM {s}.syncs
 		WHERE environment_id = $1 AND integration_key = $2 AND name = $4
 			AND EXISTS (SELECT 1 FROM f WHERE f.kind = 'sync')
 	)
 	SELECT 1 FROM f`)
-	qSetFunctionEnabled = newQuery(`UPDATE {s}.functions SET enabled = $5
-	WHERE environment_id = $1 AND integration_key = $2 AND kind = $3 AND name = $4`)
+	qSetFunctionEnabled = newQuery(`UPDATE {s}.functions SET enabled = $5 WHERE ` + functionIdentity)
+	// qTryLockDeploy takes the transaction-level advisory lock of the
+	// deployments of an environment of this schema, without waiting. Its
+	// key is a 64-bit hash of the schema and the environment: collisions
+	// with the keys of Migrate and River are as unlikely as any two
+	// hashes'.
+	qTryLockDeploy = newQuery(`SELECT pg_try_advisory_xact_lock(
+		hashtextextended('github.com/embedauth/connect/store/postgres.deploy:{s}:' || $1::bigint::text, 0))`)
 )
+
+// prefixColumns qualifies each column of a comma-separated list.
+func prefixColumns(prefix, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
 
 // PutFunction creates f, or replaces the function of its identity when
 // anything but its version differs, or its version differs and f has
-// one; see functions.FunctionStore. A missing integration is
-// store.ErrNotFound.
+// one, copying the replaced one into its versions; see
+// functions.FunctionStore. A missing integration is store.ErrNotFound; a
+// function registered in Go replaced by one of another runtime, or the
+// reverse, store.ErrConflict.
 func (s *Store) PutFunction(ctx context.Context, f *functions.Function) (bool, error) {
 	def, err := jsonArg("definition", f.Definition)
 	if err != nil {
 		return false, err
 	}
-	code := f.Code
+	code, source := f.Code, f.SourceCode
 	if code == nil {
 		code = []byte{}
 	}
-	// An unchanged function returns no row; so does a missing
-	// integration. A function deleted between the two statements is
-	// put again.
-	for range 3 {
-		var r functionRow
-		err := s.get(ctx, qPutFunction, &r, f.EnvironmentID, f.Integration, string(f.Kind), f.Name, f.Runtime,
-			f.Version, f.Source, def, code, f.DeployedAt)
-		if err == nil {
-			stored, err := r.function()
-			if err != nil {
-				return false, err
-			}
-			*f = *stored
-			return true, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return false, dbErr(ctx, "put function", err, store.ErrNotFound)
-		}
-		stored, err := s.GetFunction(ctx, f.EnvironmentID, f.Integration, f.Kind, f.Name)
-		if err == nil {
-			*f = *stored
-			return false, nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return false, err
-		}
-		if _, err := s.GetIntegration(ctx, f.EnvironmentID, f.Integration); err != nil {
-			return false, err
-		}
+	if source == nil {
+		source = []byte{}
 	}
-	return false, conflict("function %q: deleted while being put", f.Name)
+	var changed bool
+	var stored *functions.Function
+	err = s.WithTx(ctx, func(ctx context.Context) error {
+		// A function inserted by another transaction between the lock
+		// and the insert is locked on the next turn.
+		for range 3 {
+			var old functionRow
+			err := s.get(ctx, qLockFunction, &old, f.EnvironmentID, f.Integration, string(f.Kind), f.Name)
+			if errors.Is(err, sql.ErrNoRows) {
+				version := f.Version
+				if version == "" {
+					version = "1"
+				}
+				var r functionRow
+				err := s.get(ctx, qInsertFunction, &r, f.EnvironmentID, f.Integration, string(f.Kind), f.Name, f.Runtime,
+					version, f.Source, def, code, source, f.SDKVersion, f.DeployedAt)
+				if errors.Is(err, sql.ErrNoRows) {
+					if _, err := s.GetIntegration(ctx, f.EnvironmentID, f.Integration); err != nil {
+						return err
+					}
+					continue
+				}
+				if err != nil {
+					return dbErr(ctx, "put function", err, store.ErrNotFound)
+				}
+				changed = true
+				stored, err = r.function()
+				return err
+			}
+			if err != nil {
+				return dbErr(ctx, "put function", err, nil)
+			}
+			if (old.Runtime == functions.GoRuntime) != (f.Runtime == functions.GoRuntime) {
+				return conflict("%s function %q of %q has runtime %q: it cannot be replaced by one of runtime %q",
+					f.Kind, f.Name, f.Integration, old.Runtime, f.Runtime)
+			}
+			var r functionRow
+			err = s.get(ctx, qReplaceFunction, &r, f.EnvironmentID, f.Integration, string(f.Kind), f.Name, f.Runtime,
+				f.Version, f.Source, def, code, source, f.SDKVersion, f.DeployedAt, functions.NextVersion(old.Version))
+			if errors.Is(err, sql.ErrNoRows) {
+				stored, err = old.function()
+				return err
+			}
+			if err != nil {
+				return dbErr(ctx, "put function", err, nil)
+			}
+			if _, err := s.exec(ctx, qPruneFunctionVersions, f.EnvironmentID, f.Integration, string(f.Kind), f.Name,
+				functions.FunctionVersionsKept); err != nil {
+				return dbErr(ctx, "prune function versions", err, nil)
+			}
+			changed = true
+			stored, err = r.function()
+			return err
+		}
+		return conflict("function %q: inserted and deleted while being put", f.Name)
+	})
+	if err != nil {
+		return false, err
+	}
+	*f = *stored
+	return changed, nil
 }
 
 // GetFunction returns the function of an identity, or store.ErrNotFound.
@@ -235,19 +318,25 @@ func (s *Store) ListFunctions(ctx context.Context, environmentID int64, integrat
 	return out, nil
 }
 
-// DeleteFunction deletes the function of an identity and, for a sync,
-// every sync of the function (by environment, integration and name) with
-// their runs, in one statement; or returns store.ErrNotFound.
+// DeleteFunction deletes the function of an identity, copying it into its
+// versions, and, for a sync, every sync of the function (by environment,
+// integration and name) with their runs; or returns store.ErrNotFound.
 func (s *Store) DeleteFunction(ctx context.Context, environmentID int64, integration string, kind functions.Kind, name string) error {
-	var one int
-	err := s.get(ctx, qDeleteFunction, &one, environmentID, integration, string(kind), name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound("%s function %q of %q", kind, name, integration)
-	}
-	if err != nil {
-		return dbErr(ctx, "delete function", err, nil)
-	}
-	return nil
+	return s.WithTx(ctx, func(ctx context.Context) error {
+		var one int
+		err := s.get(ctx, qDeleteFunction, &one, environmentID, integration, string(kind), name)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("%s function %q of %q", kind, name, integration)
+		}
+		if err != nil {
+			return dbErr(ctx, "delete function", err, nil)
+		}
+		if _, err := s.exec(ctx, qPruneFunctionVersions, environmentID, integration, string(kind), name,
+			functions.FunctionVersionsKept); err != nil {
+			return dbErr(ctx, "prune function versions", err, nil)
+		}
+		return nil
+	})
 }
 
 // SetFunctionEnabled sets Enabled, or returns store.ErrNotFound. It leaves
@@ -261,6 +350,47 @@ func (s *Store) SetFunctionEnabled(ctx context.Context, environmentID int64, int
 		return notFound("%s function %q of %q", kind, name, integration)
 	}
 	return nil
+}
+
+// ListFunctionVersions returns the earlier versions of a function, newest
+// first.
+func (s *Store) ListFunctionVersions(ctx context.Context, environmentID int64, integration string, kind functions.Kind, name string) ([]*functions.FunctionVersion, error) {
+	out := []*functions.FunctionVersion{}
+	err := s.queryRows(ctx, qListFunctionVersions, func(rows *sql.Rows) error {
+		v := &functions.FunctionVersion{}
+		var k string
+		var def []byte
+		if err := rows.Scan(&v.EnvironmentID, &v.Integration, &k, &v.Name, &v.Version, &v.Runtime, &v.Source,
+			&v.SDKVersion, &def, &v.Code, &v.SourceCode, &v.DeployedAt); err != nil {
+			return err
+		}
+		v.Kind, v.DeployedAt = functions.Kind(k), v.DeployedAt.UTC()
+		if err := decodeJSON("definition", def, &v.Definition); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	}, environmentID, integration, string(kind), name)
+	if err != nil {
+		return nil, dbErr(ctx, "list function versions", err, nil)
+	}
+	return out, nil
+}
+
+// TryLockDeploy takes the deployment lock of an environment until the
+// transaction of ctx ends (pg_try_advisory_xact_lock), and reports false,
+// without waiting, when another transaction, of any process on the
+// database, holds it. It must be called inside [Store.WithTx]; it
+// implements functions.DeployLocker.
+func (s *Store) TryLockDeploy(ctx context.Context, environmentID int64) (bool, error) {
+	if _, ok := liveTx(ctx, s.raw); !ok {
+		return false, errors.New("postgres: TryLockDeploy must be called inside WithTx")
+	}
+	var ok bool
+	if err := s.get(ctx, qTryLockDeploy, &ok, environmentID); err != nil {
+		return false, dbErr(ctx, "lock deployments", err, nil)
+	}
+	return ok, nil
 }
 
 // ---- Syncs ----

@@ -109,14 +109,14 @@ func TestConformanceUnprepared(t *testing.T) {
 // wantTables is every table Migrate creates.
 var wantTables = []string{
 	"action_tasks", "api_keys", "checkpoints", "connect_sessions", "connection_changes", "connections", "environment_variables", "environments",
-	"functions", "integrations", "oauth_flows", "operations_log", "rate_limits", "record_scopes", "records", "river_job", "river_leader",
+	"function_versions", "functions", "integrations", "oauth_flows", "operations_log", "rate_limits", "record_scopes", "records", "river_job", "river_leader",
 	"river_migration", "river_notification", "river_queue", "schema_migrations", "sealing_keys", "sync_runs", "syncs", "webhook_deliveries",
 	"webhook_forward_usage",
 }
 
 // wantVersions are the versions of our migrations and of River's.
 var (
-	wantVersions      = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
+	wantVersions      = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
 	wantRiverVersions = []int{1, 2, 3, 4, 5, 6, 7, 8}
 )
 

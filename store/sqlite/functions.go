@@ -171,7 +171,7 @@ func fnPlaceholders(row string, n int) string {
 // ---- Functions ----
 
 const functionColumns = `id, environment_id, integration_key, kind, name, runtime, version, source,
-	enabled, definition, code, deployed_at, updated_at`
+	enabled, definition, code, source_code, sdk_version, deployed_at, updated_at`
 
 // scanFunction reads a row of functionColumns.
 func scanFunction(r fnScanner) (*functions.Function, error) {
@@ -179,13 +179,16 @@ func scanFunction(r fnScanner) (*functions.Function, error) {
 	var kind, def string
 	var deployed, updated int64
 	err := r.Scan(&f.ID, &f.EnvironmentID, &f.Integration, &kind, &f.Name, &f.Runtime, &f.Version, &f.Source,
-		&f.Enabled, &def, &f.Code, &deployed, &updated)
+		&f.Enabled, &def, &f.Code, &f.SourceCode, &f.SDKVersion, &deployed, &updated)
 	if err != nil {
 		return nil, err
 	}
 	f.Kind, f.DeployedAt, f.UpdatedAt = functions.Kind(kind), fromMicros(deployed), fromMicros(updated)
 	if f.Code == nil {
 		f.Code = []byte{}
+	}
+	if f.SourceCode == nil {
+		f.SourceCode = []byte{}
 	}
 	if err := json.Unmarshal([]byte(def), &f.Definition); err != nil {
 		return nil, fmt.Errorf("sqlite: decode definition: %w", err)
@@ -194,27 +197,42 @@ func scanFunction(r fnScanner) (*functions.Function, error) {
 }
 
 // nextVersion is the version of a changed function: the one given, else
-// the stored one plus one when it is a number (of up to 18 digits), else
-// the stored one.
+// functions.NextVersion of the stored one.
 func nextVersion(stored, given string) string {
 	if given != "" {
 		return given
 	}
-	if len(stored) == 0 || len(stored) > 18 || strings.Trim(stored, "0123456789") != "" {
-		return stored
-	}
-	n, err := strconv.ParseInt(stored, 10, 64)
+	return functions.NextVersion(stored)
+}
+
+const functionVersionColumns = `environment_id, integration_key, kind, name, version, runtime, source,
+	sdk_version, definition, code, source_code, deployed_at`
+
+// keepFunctionVersion copies the function of an identity into its
+// versions, and deletes those beyond the newest
+// functions.FunctionVersionsKept.
+func keepFunctionVersion(ctx context.Context, q querier, environmentID int64, integration string, kind functions.Kind, name string) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO function_versions (`+functionVersionColumns+`)
+	SELECT `+functionVersionColumns+` FROM functions
+	WHERE environment_id = ? AND integration_key = ? AND kind = ? AND name = ?`, environmentID, integration, string(kind), name)
 	if err != nil {
-		return stored
+		return dbErr(ctx, "keep function version", err)
 	}
-	return strconv.FormatInt(n+1, 10)
+	_, err = q.ExecContext(ctx, `DELETE FROM function_versions
+	WHERE environment_id = ?1 AND integration_key = ?2 AND kind = ?3 AND name = ?4
+		AND id < (SELECT min(id) FROM (SELECT id FROM function_versions
+			WHERE environment_id = ?1 AND integration_key = ?2 AND kind = ?3 AND name = ?4 ORDER BY id DESC LIMIT ?5))`,
+		environmentID, integration, string(kind), name, functions.FunctionVersionsKept)
+	return dbErr(ctx, "prune function versions", err)
 }
 
 // PutFunction creates f, or replaces the function of its identity when
-// anything but its version differs, or its version differs and f has one;
-// see functions.FunctionStore. Definitions are compared as JSON values
+// anything but its version differs, or its version differs and f has one,
+// copying the replaced one into its versions; see
+// functions.FunctionStore. Definitions are compared as JSON values
 // (stored in one form for one value). A missing integration is
-// store.ErrNotFound.
+// store.ErrNotFound; a function registered in Go replaced by one of
+// another runtime, or the reverse, store.ErrConflict.
 func (s *Store) PutFunction(ctx context.Context, f *functions.Function) (bool, error) {
 	if err := checkText(f); err != nil {
 		return false, err
@@ -223,20 +241,24 @@ func (s *Store) PutFunction(ctx context.Context, f *functions.Function) (bool, e
 	if err != nil {
 		return false, err
 	}
-	code := f.Code
+	code, source := f.Code, f.SourceCode
 	if code == nil {
 		code = []byte{}
+	}
+	if source == nil {
+		source = []byte{}
 	}
 	var changed bool
 	var stored *functions.Function
 	err = s.WithTx(ctx, func(ctx context.Context) error {
 		q := s.writer(ctx)
 		var id int64
-		var runtime, version, source, oldDef string
-		var oldCode []byte
-		err := q.QueryRowContext(ctx, `SELECT id, runtime, version, source, definition, code FROM functions
-		WHERE environment_id = ? AND integration_key = ? AND kind = ? AND name = ?`,
-			f.EnvironmentID, f.Integration, string(f.Kind), f.Name).Scan(&id, &runtime, &version, &source, &oldDef, &oldCode)
+		var runtime, version, src, oldDef, sdk string
+		var oldCode, oldSource []byte
+		err := q.QueryRowContext(ctx, `SELECT id, runtime, version, source, definition, code, source_code, sdk_version
+		FROM functions WHERE environment_id = ? AND integration_key = ? AND kind = ? AND name = ?`,
+			f.EnvironmentID, f.Integration, string(f.Kind), f.Name).Scan(&id, &runtime, &version, &src, &oldDef, &oldCode,
+			&oldSource, &sdk)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			version := f.Version
@@ -244,10 +266,10 @@ func (s *Store) PutFunction(ctx context.Context, f *functions.Function) (bool, e
 				version = "1"
 			}
 			stored, err = scanFunction(q.QueryRowContext(ctx, `INSERT INTO functions (environment_id, integration_key, kind,
-				name, runtime, version, source, enabled, definition, code, deployed_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+				name, runtime, version, source, enabled, definition, code, source_code, sdk_version, deployed_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
 			RETURNING `+functionColumns, f.EnvironmentID, f.Integration, string(f.Kind), f.Name, f.Runtime, version,
-				f.Source, def, code, micros(f.DeployedAt), micros(f.DeployedAt)))
+				f.Source, def, code, source, f.SDKVersion, micros(f.DeployedAt), micros(f.DeployedAt)))
 			if isForeignKey(err) {
 				return fnNotFound("integration %q of environment %d", f.Integration, f.EnvironmentID)
 			}
@@ -255,17 +277,23 @@ func (s *Store) PutFunction(ctx context.Context, f *functions.Function) (bool, e
 			return dbErr(ctx, "put function", err)
 		case err != nil:
 			return dbErr(ctx, "put function", err)
-		case runtime == f.Runtime && source == f.Source && bytes.Equal(oldCode, code) && oldDef == def &&
-			(f.Version == "" || f.Version == version):
+		case (runtime == functions.GoRuntime) != (f.Runtime == functions.GoRuntime):
+			return fnConflict("%s function %q of %q has runtime %q: it cannot be replaced by one of runtime %q",
+				f.Kind, f.Name, f.Integration, runtime, f.Runtime)
+		case runtime == f.Runtime && src == f.Source && bytes.Equal(oldCode, code) && bytes.Equal(oldSource, source) &&
+			sdk == f.SDKVersion && oldDef == def && (f.Version == "" || f.Version == version):
 			stored, err = scanFunction(q.QueryRowContext(ctx, `SELECT `+functionColumns+` FROM functions WHERE id = ?`, id))
 			changed = false
 			return dbErr(ctx, "put function", err)
 		}
+		if err := keepFunctionVersion(ctx, q, f.EnvironmentID, f.Integration, f.Kind, f.Name); err != nil {
+			return err
+		}
 		stored, err = scanFunction(q.QueryRowContext(ctx, `UPDATE functions SET runtime = ?, version = ?, source = ?,
-			definition = ?, code = ?, deployed_at = ?, updated_at = ?
+			definition = ?, code = ?, source_code = ?, sdk_version = ?, deployed_at = ?, updated_at = ?
 		WHERE id = ?
-		RETURNING `+functionColumns, f.Runtime, nextVersion(version, f.Version), f.Source, def, code,
-			micros(f.DeployedAt), micros(f.DeployedAt), id))
+		RETURNING `+functionColumns, f.Runtime, nextVersion(version, f.Version), f.Source, def, code, source,
+			f.SDKVersion, micros(f.DeployedAt), micros(f.DeployedAt), id))
 		changed = true
 		return dbErr(ctx, "put function", err)
 	})
@@ -320,16 +348,19 @@ func (s *Store) ListFunctions(ctx context.Context, environmentID int64, integrat
 	return out, nil
 }
 
-// DeleteFunction deletes the function of an identity and, for a sync,
-// every sync of the function (by environment, integration and name) with
-// their runs (which the syncs' foreign key deletes); or returns
-// store.ErrNotFound.
+// DeleteFunction deletes the function of an identity, copying it into its
+// versions, and, for a sync, every sync of the function (by environment,
+// integration and name) with their runs (which the syncs' foreign key
+// deletes); or returns store.ErrNotFound.
 func (s *Store) DeleteFunction(ctx context.Context, environmentID int64, integration string, kind functions.Kind, name string) error {
 	if err := checkText([]string{integration, string(kind), name}); err != nil {
 		return err
 	}
 	return s.WithTx(ctx, func(ctx context.Context) error {
 		q := s.writer(ctx)
+		if err := keepFunctionVersion(ctx, q, environmentID, integration, kind, name); err != nil {
+			return err
+		}
 		res, err := q.ExecContext(ctx, `DELETE FROM functions
 		WHERE environment_id = ? AND integration_key = ? AND kind = ? AND name = ?`, environmentID, integration, string(kind), name)
 		if err != nil {
@@ -339,6 +370,7 @@ func (s *Store) DeleteFunction(ctx context.Context, environmentID int64, integra
 			if err != nil {
 				return dbErr(ctx, "delete function", err)
 			}
+			// Nothing was kept either: the transaction rolls back.
 			return fnNotFound("%s function %q of %q", kind, name, integration)
 		}
 		if kind != functions.KindSync {
@@ -348,6 +380,36 @@ func (s *Store) DeleteFunction(ctx context.Context, environmentID int64, integra
 			environmentID, integration, name)
 		return dbErr(ctx, "delete function's syncs", err)
 	})
+}
+
+// ListFunctionVersions returns the earlier versions of a function, newest
+// first.
+func (s *Store) ListFunctionVersions(ctx context.Context, environmentID int64, integration string, kind functions.Kind, name string) ([]*functions.FunctionVersion, error) {
+	if err := checkText([]string{integration, string(kind), name}); err != nil {
+		return nil, err
+	}
+	out := []*functions.FunctionVersion{}
+	err := fnQueryEach(ctx, s.reader(ctx), "list function versions", func(r fnScanner) error {
+		v := &functions.FunctionVersion{}
+		var k, def string
+		var deployed int64
+		if err := r.Scan(&v.EnvironmentID, &v.Integration, &k, &v.Name, &v.Version, &v.Runtime, &v.Source,
+			&v.SDKVersion, &def, &v.Code, &v.SourceCode, &deployed); err != nil {
+			return err
+		}
+		v.Kind, v.DeployedAt = functions.Kind(k), fromMicros(deployed)
+		if err := json.Unmarshal([]byte(def), &v.Definition); err != nil {
+			return fmt.Errorf("sqlite: decode definition: %w", err)
+		}
+		out = append(out, v)
+		return nil
+	}, `SELECT `+functionVersionColumns+` FROM function_versions
+	WHERE environment_id = ? AND integration_key = ? AND kind = ? AND name = ? ORDER BY id DESC`,
+		environmentID, integration, string(kind), name)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // SetFunctionEnabled sets Enabled, or returns store.ErrNotFound. It leaves

@@ -56,6 +56,7 @@ var functionTests = []test{
 	{"PutUnchanged", testPutFunctionUnchanged},
 	{"PutChanged", testPutFunctionChanged},
 	{"PutVersions", testPutFunctionVersions},
+	{"PutRuntimes", testPutFunctionRuntimes},
 	{"PutMissingIntegration", testPutFunctionMissingIntegration},
 	{"GetNotFound", testGetFunctionNotFound},
 	{"List", testListFunctions},
@@ -161,6 +162,8 @@ func newFunctionValue(env int64, integration string, kind functions.Kind, name s
 			Features:             []string{"checkpoints"},
 		},
 		Code:       []byte("module.exports = {}"),
+		SourceCode: []byte("export default {}"),
+		SDKVersion: "0.71.10-zero",
 		DeployedAt: ts,
 		UpdatedAt:  ts,
 	}
@@ -255,9 +258,10 @@ func testPutFunctionChanged(t *testing.T, s Store) {
 		{"description", func(f *functions.Function) { f.Definition.Description = "Other" }},
 		{"schema", func(f *functions.Function) { f.Definition.JSONSchema = json.RawMessage(`{"definitions":{}}`) }},
 		{"attributes", func(f *functions.Function) { f.Definition.Attributes = nil }},
-		{"runtime", func(f *functions.Function) { f.Runtime = "js" }},
 		{"source", func(f *functions.Function) { f.Source = "repo" }},
 		{"code", func(f *functions.Function) { f.Code = []byte("module.exports = {a: 1}") }},
+		{"source code", func(f *functions.Function) { f.SourceCode = []byte("export default {a: 1}") }},
+		{"SDK version", func(f *functions.Function) { f.SDKVersion = "0.71.11-zero" }},
 	}
 	for i, tc := range changes {
 		f := newFunctionValue(env.ID, "github", functions.KindSync, "issues")
@@ -332,6 +336,15 @@ func testPutFunctionVersions(t *testing.T, s Store) {
 	check("numeric version given", f, changed, true, "41", at(8))
 	f, changed = put("", "d", at(9))
 	check("counted from the given number", f, changed, true, "42", at(9))
+	// Numbers separated by dots count by their last.
+	f, changed = put("1.0.9", "d", at(10))
+	check("dotted version given", f, changed, true, "1.0.9", at(10))
+	f, changed = put("", "e", at(11))
+	check("counted from the dotted version", f, changed, true, "1.0.10", at(11))
+	f, changed = put("1.x", "e", at(12))
+	check("version with a part that is no number", f, changed, true, "1.x", at(12))
+	f, changed = put("", "f", at(13))
+	check("not counted from it", f, changed, true, "1.x", at(13))
 
 	// A new function with an explicit version keeps it.
 	g := newFunctionValue(env.ID, "github", functions.KindAction, "close-issue")
@@ -339,6 +352,44 @@ func testPutFunctionVersions(t *testing.T, s Store) {
 	putFunction(t, s, g)
 	if got := getFunction(t, s, g); got.Version != "2024.1" {
 		t.Errorf("new function with version 2024.1 stored version %q", got.Version)
+	}
+}
+
+// testPutFunctionRuntimes: a function of one runtime replaced by one of
+// another is a change, unless one of them is a Go function: that is
+// ErrConflict and changes nothing.
+func testPutFunctionRuntimes(t *testing.T, s Store) {
+	ctx := t.Context()
+	env := newEnv(t, s, "dev")
+	newIntegration(t, s, env.ID, "github")
+	js := newFunctionValue(env.ID, "github", functions.KindAction, "create")
+	js.Runtime = "javascript"
+	putFunction(t, s, js)
+	other := newFunctionValue(env.ID, "github", functions.KindAction, "create")
+	other.Runtime = "wasm"
+	if !putFunction(t, s, other) || other.Runtime != "wasm" || other.Version != "2" {
+		t.Errorf("another runtime: runtime %q, version %q; want a change to wasm, version 2", other.Runtime, other.Version)
+	}
+	want := getFunction(t, s, other)
+	over := newFunctionValue(env.ID, "github", functions.KindAction, "create") // Runtime "go"
+	_, err := s.PutFunction(ctx, over)
+	wantErr(t, "PutFunction(a Go function over another runtime's)", err, store.ErrConflict)
+	fdiff(t, "function after the refused replacement", want, getFunction(t, s, want))
+
+	goFn := newFunctionValue(env.ID, "github", functions.KindSync, "issues")
+	putFunction(t, s, goFn)
+	wantGo := getFunction(t, s, goFn)
+	deployed := newFunctionValue(env.ID, "github", functions.KindSync, "issues")
+	deployed.Runtime, deployed.Version = "javascript", "9"
+	_, err = s.PutFunction(ctx, deployed)
+	wantErr(t, "PutFunction(another runtime's function over a Go one)", err, store.ErrConflict)
+	fdiff(t, "Go function after the refused replacement", wantGo, getFunction(t, s, goFn))
+	for _, id := range []*functions.Function{want, wantGo} {
+		vs, err := s.ListFunctionVersions(ctx, env.ID, "github", id.Kind, id.Name)
+		must(t, err)
+		if want := map[string]int{"create": 1, "issues": 0}[id.Name]; len(vs) != want {
+			t.Errorf("%s: %d versions kept, want %d", id.Name, len(vs), want)
+		}
 	}
 }
 

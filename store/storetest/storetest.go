@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"SealedValues", sealedTests},
 		{"Records", recordTests},
 		{"Functions", functionTests},
+		{"FunctionVersions", functionVersionTests},
 		{"Syncs", syncTests},
 		{"SyncRuns", syncRunTests},
 		{"Checkpoints", checkpointTests},
