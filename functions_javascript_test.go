@@ -288,6 +288,10 @@ func (a *itemsAPI) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == "POST" && r.URL.Path == "/items":
 		var in map[string]any
 		_ = json.NewDecoder(r.Body).Decode(&in)
+		if in["title"] == "null" { // an answer the function does not expect
+			fmt.Fprint(w, "null")
+			return
+		}
 		in["id"] = len(a.items) + 1000
 		a.items = append(a.items, in)
 		w.WriteHeader(201)
@@ -322,6 +326,17 @@ func TestJSCLIBundles(t *testing.T) {
 		e := r.obj()["error"].(map[string]any)
 		if p, _ := e["payload"].(map[string]any); e["code"] != "action_script_runtime_error" || p["message"] != "boom refused" || p["code"] != "refused" {
 			t.Errorf("the ActionError answered %s", r.raw)
+		}
+		// A TypeError in the function points at its TypeScript line, as
+		// the CLI's source map gives it: a line of the source after the
+		// CLI's own rewrite (createAction's object inlined), which the map
+		// holds as sourcesContent, as Nango's runner reports it.
+		r = fb.mustDo(t, 500, actionReq("create-item", `{"title":"null"}`, nil))
+		e = r.obj()["error"].(map[string]any)
+		p, _ := e["payload"].(map[string]any)
+		if st, _ := p["stacktrace"].([]any); e["code"] != "script_internal_error" || p["name"] != "TypeError" || len(st) == 0 ||
+			!strings.HasPrefix(fmt.Sprint(st[0]), "exec (fake/actions/create-item.ts:34:") {
+			t.Errorf("a TypeError answered %s", r.raw)
 		}
 		fb.mustDo(t, 200, req{method: "PATCH", path: "/connection/metadata", body: `{"connection_id":"c1","provider_config_key":"fx","metadata":{"team":"blue","baseUrl":"https://api.fake.test/base"}}`})
 		r = fb.mustDo(t, 200, actionReq("whoami", `{}`, nil))
