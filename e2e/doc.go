@@ -40,6 +40,27 @@
 // test then checks that the fakes saw only the connections' tokens and that the sync followed
 // GitHub's next links.
 //
+// TestNangoCLI (nango_cli_test.go) deploys e2e/nango-project with the real CLI (nango@0.71.10,
+// run as `npx --no-install nango` with CI=true, no telemetry, no upgrade check, no dependency
+// update) to the reference server on a fresh Postgres database. The integration fake uses
+// private-api-bearer, an API-key provider of Nango's catalogue (the CLI's dry run looks the
+// provider up there), read from e2e/node_modules/@nangohq/providers with its base URL moved to
+// a fake provider API in the test (GET /items with cursor pagination, at most 10 a page; POST
+// /items; DELETE /items/{id}), through CONNECT_PROVIDERS_FILE and
+// CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true. The project is copied to a temporary directory (the
+// CLI writes build/ and .nango/ there), linked to e2e/node_modules. After `nango deploy dev
+// --auto-confirm --allow-destructive` (exit 0, every function in its `Successfully deployed the
+// functions:` lines), e2e/node-cli/deployed.test.mjs drives the functions with @nangohq/node:
+// listings, scripts config and code, the items sync (triggerSync, syncStatus, listRecords
+// against the fake's items), create-item synchronously, asynchronously and its ActionError,
+// whoami, and the on-event setup of a connection made after the deployment. Then `nango dryrun
+// items` must print every item, `nango dryrun whoami` must answer what the server's run of
+// whoami answers, and `nango pull` must write whoami.ts back as it was. The project is
+// redeployed without whoami (removed from index.ts); e2e/node-cli/redeployed.test.mjs checks
+// that it is gone (listings, code, trigger: 404) and that the sync, with trackDeletes, and
+// create-item still run, and `nango pull` of whoami fails with not_found. The fake API must have
+// seen only the connection's key.
+//
 // TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs (but the authmodes-* ones, which the auth-mode tests run with their own fakes; all share browsersuite_test.go) the same way, with
 // playwright-core driving headless Chromium (Debian's chromium, or CHROMIUM_PATH; --no-sandbox
 // when root). Around the reference server it starts (with
