@@ -3,6 +3,7 @@ package connect_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,50 @@ module.exports = noop_exports;
 module.exports.default = { type: 'action', description: 'does nothing', exec: async (nango, input) => ({ ok: true }) };
 `
 
+// jsNoopCLI is the same no-op action as the nango CLI compiles it from
+// createAction: zod required, and its input and output schemas built, at
+// the module's top level.
+const jsNoopCLI = `"use strict";
+var __create = Object.create;
+var __defProp = Object.defineProperty;
+var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
+var __getOwnPropNames = Object.getOwnPropertyNames;
+var __getProtoOf = Object.getPrototypeOf;
+var __hasOwnProp = Object.prototype.hasOwnProperty;
+var __export = (target, all) => {
+  for (var name in all)
+    __defProp(target, name, { get: all[name], enumerable: true });
+};
+var __copyProps = (to, from, except, desc) => {
+  if (from && typeof from === "object" || typeof from === "function") {
+    for (let key of __getOwnPropNames(from))
+      if (!__hasOwnProp.call(to, key) && key !== except)
+        __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+  }
+  return to;
+};
+var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
+  mod
+));
+var __toCommonJS = (mod) => __copyProps(__defProp({}, "__esModule", { value: true }), mod);
+var noop_exports = {};
+__export(noop_exports, { default: () => noop_default });
+module.exports = __toCommonJS(noop_exports);
+var z = __toESM(require("zod"), 1);
+var action = {
+  type: "action",
+  description: "Does nothing",
+  version: "1.0.0",
+  input: z.object({}),
+  output: z.object({ ok: z.boolean() }),
+  exec: async (nango, input) => {
+    return { ok: true };
+  }
+};
+var noop_default = action;
+`
+
 // deployBenchJS deploys code as the JavaScript function name of gh.
 func deployBenchJS(b *testing.B, ab *actionBench, kind functions.Kind, name, code string, def functions.Definition) {
 	b.Helper()
@@ -40,45 +85,50 @@ func deployBenchJS(b *testing.B, ab *actionBench, kind functions.Kind, name, cod
 	}
 }
 
-// BenchmarkJSActionNoop measures POST /action/trigger of a deployed
-// JavaScript action that does nothing against the same no-op action in
-// Go, over loopback HTTP on Postgres from actionBenchClients concurrent
-// clients, interleaved in rounds in one run. It reports both rates, their
-// ratio (goal: at least 0.5) and the median latencies.
+// BenchmarkJSActionNoop measures POST /action/trigger of deployed
+// JavaScript actions that do nothing (as written by hand, and as the CLI
+// compiles one from createAction, zod and its schemas included) against
+// the same no-op action in Go, over loopback HTTP on Postgres from
+// actionBenchClients concurrent clients, interleaved in rounds in one run.
+// It reports the rates, their ratios to Go's (goal: at least 0.5) and the
+// median latencies.
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkJSActionNoop -benchtime 10x .
 //
-// Each b.N is one round of 1,000 requests per variant.
+// Each b.N is one round of 500 requests per variant.
 func BenchmarkJSActionNoop(b *testing.B) {
 	ab := newActionBench(b, nil)
 	deployBenchJS(b, ab, functions.KindAction, "noop-js", jsNoop, functions.Definition{})
-	goAction, jsAction := ab.action("noop"), ab.action("noop-js")
-	const perRound = 1000
-	var goLat, jsLat []time.Duration
-	benchRound(actionBenchClients, perRound, goAction, nil) // warm-up
-	benchRound(actionBenchClients, perRound, jsAction, nil)
-	var goTime, jsTime time.Duration
-	var ratios []float64
+	deployBenchJS(b, ab, functions.KindAction, "noop-cli", jsNoopCLI, functions.Definition{})
+	variants := []struct {
+		name string
+		call func(int)
+		lat  []time.Duration
+		time time.Duration
+	}{{name: "go", call: ab.action("noop")}, {name: "js", call: ab.action("noop-js")}, {name: "js-cli", call: ab.action("noop-cli")}}
+	const perRound = 500
+	for _, v := range variants { // warm-up
+		benchRound(actionBenchClients, perRound, v.call, nil)
+	}
 	b.ResetTimer()
 	for range b.N {
-		g := benchRound(actionBenchClients, perRound, goAction, &goLat)
-		j := benchRound(actionBenchClients, perRound, jsAction, &jsLat)
-		goTime += g
-		jsTime += j
-		ratios = append(ratios, g.Seconds()/j.Seconds())
+		for i := range variants {
+			variants[i].time += benchRound(actionBenchClients, perRound, variants[i].call, &variants[i].lat)
+		}
 	}
 	b.StopTimer()
 	total := float64(perRound * b.N)
-	goRate, jsRate := total/goTime.Seconds(), total/jsTime.Seconds()
+	goRate := total / variants[0].time.Seconds()
+	line := fmt.Sprintf("no-op actions over HTTP, %d clients, %d rounds: go %.0f req/s (p50 %v)", actionBenchClients, b.N, goRate, median(variants[0].lat).Round(time.Microsecond))
+	for _, v := range variants[1:] {
+		rate := total / v.time.Seconds()
+		b.ReportMetric(rate/goRate, v.name+"-ratio")
+		b.ReportMetric(float64(median(v.lat).Microseconds()), v.name+"-p50-µs")
+		line += fmt.Sprintf("; %s %.0f req/s (p50 %v), %.2f of go", v.name, rate, median(v.lat).Round(time.Microsecond), rate/goRate)
+	}
 	b.ReportMetric(goRate, "go-req/s")
-	b.ReportMetric(jsRate, "js-req/s")
-	b.ReportMetric(jsRate/goRate, "ratio")
-	b.ReportMetric(float64(median(jsLat).Microseconds()), "js-p50-µs")
 	if b.N > 1 {
-		slices.Sort(ratios)
-		fmt.Printf("no-op JavaScript action vs the same action in Go, %d clients, %d rounds: js %.0f req/s (p50 %v), go %.0f req/s (p50 %v), ratio %.2f (goal >= 0.5; rounds %.2f-%.2f)\n",
-			actionBenchClients, b.N, jsRate, median(jsLat).Round(time.Microsecond), goRate, median(goLat).Round(time.Microsecond),
-			jsRate/goRate, ratios[0], ratios[len(ratios)-1])
+		fmt.Println(line + " (goal >= 0.5)")
 	}
 }
 
@@ -256,5 +306,150 @@ func (ab *actionBench) actionOf(integration, name string) func(i int) {
 		r.Header.Set("Connection-Id", "c1")
 		r.Header.Set("Provider-Config-Key", integration)
 		ab.do(r)
+	}
+}
+
+// BenchmarkJSRunInProcess measures one run of the no-op actions through
+// svc.Functions().RunAction, in process (no HTTP), from GOMAXPROCS
+// goroutines: Go, hand-written JavaScript, and as the CLI compiles it.
+//
+//	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkJSRunInProcess .
+func BenchmarkJSRunInProcess(b *testing.B) {
+	ab := newActionBench(b, nil)
+	deployBenchJS(b, ab, functions.KindAction, "noop-js", jsNoop, functions.Definition{})
+	deployBenchJS(b, ab, functions.KindAction, "noop-cli", jsNoopCLI, functions.Definition{})
+	for _, name := range []string{"noop", "noop-js", "noop-cli"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					i++
+					if _, err := ab.svc.Functions().RunAction(ctx, functions.ActionCall{EnvironmentID: ab.envID, Integration: "gh",
+						ConnectionID: benchConnectionID(i % benchConnections), Action: name, Input: []byte(`{}`)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// timedRuntime is a functions.Runtime that reports how long each sync run
+// of the runtime it wraps took.
+type timedRuntime struct {
+	functions.Runtime
+	syncs chan time.Duration
+}
+
+func (t timedRuntime) RunSync(ctx context.Context, f *functions.Function, c *functions.SyncContext, webhook json.RawMessage) error {
+	t0 := time.Now()
+	err := t.Runtime.RunSync(ctx, f, c, webhook)
+	t.syncs <- time.Since(t0)
+	return err
+}
+
+// ingestRecords is how many records one run of the ingest benchmarks
+// saves, in batches of 1,000.
+const ingestRecords = 10000
+
+// BenchmarkJSSyncIngest measures the records ingest of a JavaScript sync
+// (batchSave of 10,000 records built in the run, 1,000 a call) against the
+// same sync in Go (Save of the same records), on Postgres, runs
+// interleaved: the time of each run, without scheduling. Each run changes
+// every record. It reports the ratio of their throughputs (goal: at least
+// 0.7).
+//
+//	TEST_DATABASE_URL=... go test -run '^$' -bench BenchmarkJSSyncIngest -benchtime 5x .
+func BenchmarkJSSyncIngest(b *testing.B) {
+	type ticket struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+		N     int    `json:"n"`
+		Round int64  `json:"round"`
+	}
+	goRuns := make(chan time.Duration, 1)
+	js, err := jsruntime.New(jsruntime.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	timed := timedRuntime{Runtime: js, syncs: make(chan time.Duration, 1)}
+	ab := newActionBench(b, func(c *connect.Config) {
+		c.Functions.Runtimes = map[string]functions.Runtime{functions.JavaScriptRuntime: timed}
+		c.Functions.TickInterval = 10 * time.Millisecond
+	})
+	model := functions.ModelOf[ticket]("Ticket")
+	if err := ab.svc.Functions().Register(functions.Sync{Integration: "gh", Name: "ingest-go", Frequency: "1d", Models: []functions.Model{model},
+		Run: func(ctx context.Context, s *functions.SyncContext) error {
+			t0 := time.Now()
+			round := time.Now().UnixNano()
+			batch := make([]ticket, 0, 1000)
+			for i := range ingestRecords {
+				batch = append(batch, ticket{ID: "t" + strconv.Itoa(i), Title: "ticket " + strconv.Itoa(i), N: i, Round: round})
+				if len(batch) == 1000 {
+					if err := s.Save(ctx, "Ticket", batch); err != nil {
+						return err
+					}
+					batch = batch[:0]
+				}
+			}
+			goRuns <- time.Since(t0)
+			return nil
+		}}); err != nil {
+		b.Fatal(err)
+	}
+	deployBenchJS(b, ab, functions.KindSync, "ingest-js", fmt.Sprintf(`module.exports.default = { type: 'sync', exec: async (nango) => {
+		const round = Date.now() * 1000000 + Math.floor(Math.random() * 1000000);
+		let batch = [];
+		for (let i = 0; i < %d; i++) {
+			batch.push({ id: 't' + i, title: 'ticket ' + i, n: i, round });
+			if (batch.length === 1000) { await nango.batchSave(batch, 'Ticket'); batch = []; }
+		}
+	} };`, ingestRecords), functions.Definition{Runs: "1d", Models: []functions.Model{model}})
+	ctx := context.Background()
+	if err := ab.svc.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = ab.svc.Stop(ctx)
+	})
+	conn := benchConnectionID(0)
+	run := func(name string, took chan time.Duration) time.Duration {
+		if err := ab.svc.Functions().TriggerSync(ctx, functions.SyncTarget{EnvironmentID: ab.envID, Integration: "gh", ConnectionID: conn,
+			Syncs: []functions.SyncRef{{Name: name}}}, functions.TriggerOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case d := <-took:
+			return d
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("the run of %s did not end", name)
+			return 0
+		}
+	}
+	run("ingest-go", goRuns) // warm-up: the first run adds every record
+	run("ingest-js", timed.syncs)
+	var goTime, jsTime time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for range b.N {
+		g := run("ingest-go", goRuns)
+		j := run("ingest-js", timed.syncs)
+		goTime += g
+		jsTime += j
+		ratios = append(ratios, g.Seconds()/j.Seconds())
+	}
+	b.StopTimer()
+	total := float64(ingestRecords * b.N)
+	goRate, jsRate := total/goTime.Seconds(), total/jsTime.Seconds()
+	b.ReportMetric(goRate, "go-records/s")
+	b.ReportMetric(jsRate, "js-records/s")
+	b.ReportMetric(jsRate/goRate, "ratio")
+	if b.N > 1 {
+		slices.Sort(ratios)
+		fmt.Printf("records ingest, %d records a run in batches of 1,000, %d runs each: js %.0f records/s, go %.0f records/s, ratio %.2f (goal >= 0.7; runs %.2f-%.2f)\n",
+			ingestRecords, b.N, jsRate, goRate, jsRate/goRate, ratios[0], ratios[len(ratios)-1])
 	}
 }

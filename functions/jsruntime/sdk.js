@@ -313,7 +313,7 @@
 			return r;
 		});
 		for (let i = 0; i < clean.length; i += 1000) {
-			call(op, { model: String(model), records: JSON.parse(JSON.stringify(clean.slice(i, i + 1000))) });
+			call(op, { model: String(model), records: i === 0 && clean.length <= 1000 ? clean : clean.slice(i, i + 1000) });
 		}
 		return true;
 	};
