@@ -254,8 +254,52 @@ func (r *Runtime) run(ctx context.Context, f *functions.Function, c *functions.C
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-r.slots }()
+	// The run executes on a goroutine of its own, which holds the slot
+	// until it has really ended. The caller is answered when the run
+	// ends or its context does: a run stuck past its deadline in one long
+	// call of a native built-in, which the engine cannot interrupt, is
+	// abandoned to finish on its own, and keeps its slot meanwhile.
+	type result struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() { <-r.slots }()
+		var res result
+		err := protectRun(func() error {
+			var err error
+			res.out, err = r.exec(ctx, p, f, c, sc, mode, input)
+			return err
+		})
+		res.err = err
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		return res.out, res.err
+	case <-ctx.Done():
+		select {
+		case res := <-done: // it ended with its context: its own answer
+			return res.out, res.err
+		default:
+			return nil, fmt.Errorf("%w: the run did not stop at its end (a long call of a native built-in); it is left to finish", ctx.Err())
+		}
+	}
+}
 
+// protectRun runs fn, turning a panic into an error.
+func protectRun(fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("jsruntime: the run panicked: %v", v)
+		}
+	}()
+	return fn()
+}
+
+// exec runs the function in a fresh Box.
+func (r *Runtime) exec(ctx context.Context, p *program, f *functions.Function, c *functions.Context, sc *functions.SyncContext, mode string, input json.RawMessage) (json.RawMessage, error) {
 	timeout := fallbackTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
