@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/embedauth/connect/internal/jsbox"
+	"modernc.org/quickjs"
 )
 
 // BenchmarkRun: a fresh Box per run, a small action loaded and executed,
@@ -110,4 +111,94 @@ func BenchmarkZod(b *testing.B) {
 			fmt.Printf("fresh Box + zod: from bytecode %.2f ms/op, from source %.2f ms/op, ratio %.1f (N=%d)\n", bc/1e6, sc/1e6, sc/bc, b.N)
 		}
 	})
+}
+
+// BenchmarkNew: what a fresh Box costs over the engine's own VM, New then
+// Close against quickjs.NewVM then Close, interleaved in blocks of 10 in
+// one run (the machine's load moves both alike). It reports vm-ns/op,
+// box-ns/op and ratio (box / vm), and prints them. Sub-benchmarks time
+// each alone, and Close alone.
+func BenchmarkNew(b *testing.B) {
+	vm := func(b *testing.B) {
+		m, err := quickjs.NewVM()
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Close()
+	}
+	box := func(b *testing.B) {
+		x, err := jsbox.New(jsbox.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		x.Close()
+	}
+	b.Run("vm", func(b *testing.B) {
+		for b.Loop() {
+			vm(b)
+		}
+	})
+	b.Run("box", func(b *testing.B) {
+		for b.Loop() {
+			box(b)
+		}
+	})
+	b.Run("close", func(b *testing.B) {
+		b.StopTimer()
+		for range b.N {
+			x, err := jsbox.New(jsbox.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			x.Close()
+			b.StopTimer()
+		}
+	})
+	b.Run("ratio", func(b *testing.B) {
+		const block = 10
+		var spent [2]time.Duration
+		for start := 0; start < b.N; start += block {
+			end := min(start+block, b.N)
+			for k, op := range []func(*testing.B){vm, box} {
+				t := time.Now()
+				for range end - start {
+					op(b)
+				}
+				spent[k] += time.Since(t)
+			}
+		}
+		b.StopTimer()
+		perOp := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+		v, x := perOp(spent[0]), perOp(spent[1])
+		b.ReportMetric(v, "vm-ns/op")
+		b.ReportMetric(x, "box-ns/op")
+		b.ReportMetric(x/v, "ratio")
+		if b.N >= block {
+			fmt.Printf("fresh Box: quickjs.NewVM+Close %.0f µs/op, jsbox.New+Close %.0f µs/op, ratio %.2f (N=%d)\n", v/1e3, x/1e3, x/v, b.N)
+		}
+	})
+}
+
+// BenchmarkProgram: a fresh Box, a small Program (compiled once) loaded
+// into it, one of its functions called for a value, Close: the least a
+// run of a deployed function does.
+func BenchmarkProgram(b *testing.B) {
+	p, err := jsbox.Compile("fn.cjs", `"use strict";
+exports.run = (input) => ({ id: input.id, ok: true, n: [1, 2, 3].map((n) => n * 2).length });`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		box, err := jsbox.New(jsbox.Options{Programs: []*jsbox.Program{p}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := box.Eval(`JSON.stringify(require('fn.cjs').run({ id: 'x' }))`)
+		if err != nil || v != `{"id":"x","ok":true,"n":3}` {
+			b.Fatal(v, err)
+		}
+		box.Close()
+	}
 }
