@@ -1,156 +1,207 @@
-// The first code a Box runs. It makes code generation from strings throw
-// (eval, and the constructors of every kind of function, reachable from
-// any function's constructor property) while instanceof Function still
-// works; takes the host functions New registered off the global object;
-// and installs console, require, setTimeout and clearTimeout. What the
-// other setup files need it leaves in globalThis.__jsbox_internal, which
-// the last of them removes before any other code runs.
+// The first code a Box runs, before any other. It makes code generation
+// from strings throw (eval, and the constructors of every kind of
+// function, reachable from any function's constructor property) while
+// instanceof Function still works; takes the host function New registered
+// off the global object; takes the intrinsics the other setup files need;
+// and installs console, require, setTimeout and clearTimeout, btoa and
+// atob, and, for Buffer, URL and URLSearchParams, an accessor whose first
+// read loads the setup file that defines them and replaces itself with a
+// data property. Its value is forHost, the function the host calls.
+//
+// Each Box runs it, so it does as little as it can: the other setup files
+// (buffer.js, url.js, crypto.js, timers.js) are loaded into a Box when its
+// code first uses what they define. The engine makes each built-in
+// function when code first reads it: the intrinsics taken here are those
+// the setup files need, no more (no Math: it costs more than all the rest).
+//
+// What runs later, when code calls what this file installs, calls only
+// the intrinsics taken here, before any other code ran, and no method
+// other code could have replaced (no Array.prototype method, no iteration,
+// descriptors without a prototype): what user code did to the global
+// object or the prototypes changes none of it, and none of it (the host
+// function above all) is ever handed to user code.
 (() => {
 	'use strict';
-	const refuse = function () { throw new EvalError('code generation from strings is not allowed in functions'); };
-	const kinds = [function () {}, async function () {}, function* () {}, async function* () {}];
-	for (const k of kinds) {
-		const proto = Object.getPrototypeOf(k);
-		const guard = function () { return refuse(); };
-		guard.prototype = proto;
-		Object.defineProperty(proto, 'constructor', { value: guard, writable: false, enumerable: false, configurable: false });
-	}
-	const F = function Function() { return refuse(); };
-	F.prototype = Function.prototype;
-	Object.defineProperty(globalThis, 'Function', { value: F, writable: false, enumerable: false, configurable: false });
-	Object.defineProperty(globalThis, 'eval', { value: function () { return refuse(); }, writable: false, enumerable: false, configurable: false });
-
-	// The host functions, which no other code may see.
-	const take = (name) => {
-		const f = globalThis[name];
-		delete globalThis[name];
-		return f;
-	};
-	const hostConsole = take('__jsbox_console');
-	const hostResolve = take('__jsbox_resolve');
-	const hostTimer = take('__jsbox_timer');
-	const host = {
-		hash: take('__jsbox_hash'),
-		random: take('__jsbox_random'),
-		uuid: take('__jsbox_uuid'),
-		equal: take('__jsbox_equal'),
-	};
-
-	const { defineProperty, freeze } = Object;
+	const global = globalThis;
+	const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, freeze, keys } = Object;
+	const { apply, ownKeys } = Reflect;
 	const { parse: parseJSON, stringify } = JSON;
-	const { apply } = Reflect;
-	const IntrinsicPromise = Promise;
-	const global = (name, value) => defineProperty(globalThis, name, { value, writable: true, enumerable: false, configurable: true });
+	const { isArray, from: arrayFrom } = Array;
+	const { fromCharCode, fromCodePoint } = String;
+	const { isView } = ArrayBuffer;
+	// The intrinsics the other setup files take, which know them by these
+	// names (jsbox.go makes each file a function that names them so). An
+	// array costs less than an object to make in each Box.
+	const intrinsics = [defineProperty, getOwnPropertyDescriptor, setPrototypeOf, freeze, apply, ownKeys, isArray, arrayFrom, fromCharCode,
+		fromCodePoint, isView, Array, String, Number, Symbol, Error, TypeError, RangeError, Uint8Array, Int16Array, ArrayBuffer, parseInt];
+	const IString = String, IError = Error, ITypeError = TypeError, IPromise = Promise;
 
-	const format = (args) => args.map((a) => {
-		if (typeof a === 'string') return a;
-		if (a instanceof Error) return a.stack ? String(a.stack) : String(a);
-		if (a === undefined || typeof a === 'function' || typeof a === 'symbol' || typeof a === 'bigint') return String(a);
-		try { return stringify(a); } catch (e) { return String(a); }
-	}).join(' ');
+	// The host function (Box.host in jsbox.go): host(op, ...args), its
+	// operations numbered as there.
+	const CONSOLE = 0, RESOLVE = 2, LOAD = 3, FUNC = 8;
+	const host = global.__jsbox_host;
+	delete global.__jsbox_host;
+
+	// d is the descriptor of the data properties defined here. The
+	// constructors of all kinds of functions refuse; instanceof Function
+	// still holds.
+	const d = { __proto__: null, value: undefined, writable: false, enumerable: false, configurable: false };
+	const F = function Function() { throw new EvalError('code generation from strings is not allowed in functions'); };
+	F.prototype = Function.prototype;
+	d.value = F;
+	defineProperty(global, 'Function', d);
+	defineProperty(Function.prototype, 'constructor', d);
+	defineProperty(getPrototypeOf(async function () {}), 'constructor', d);
+	defineProperty(getPrototypeOf(function* () {}), 'constructor', d);
+	defineProperty(getPrototypeOf(async function* () {}), 'constructor', d);
+	d.value = () => { throw new EvalError('code generation from strings is not allowed in functions'); };
+	defineProperty(global, 'eval', d);
+
 	const console = {};
-	for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
-		console[level] = (...args) => { hostConsole(level, format(args)); };
+	const levels = ['log', 'info', 'warn', 'error', 'debug'];
+	for (let i = 0; i < 5; i++) {
+		const level = levels[i];
+		console[level] = (...args) => {
+			let out = '';
+			for (let i = 0; i < args.length; i++) {
+				const a = args[i];
+				let s;
+				if (typeof a === 'string') s = a;
+				else if (a instanceof IError) s = a.stack ? IString(a.stack) : IString(a);
+				else if (a === undefined || typeof a === 'function' || typeof a === 'symbol' || typeof a === 'bigint') s = IString(a);
+				else {
+					try { s = stringify(a); } catch (e) { s = IString(a); }
+				}
+				out += i === 0 ? s : ' ' + s;
+			}
+			host(CONSOLE, level, out);
+		};
 	}
-	defineProperty(globalThis, 'console', { value: freeze(console), writable: false, enumerable: false, configurable: false });
+	d.value = freeze(console);
+	defineProperty(global, 'console', d);
 
-	// require: the modules the setup files define, then those the host
-	// resolves (its Programs and Modules, then zod), each run once.
-	const defined = Object.create(null);
-	const cache = Object.create(null);
-	const require = function require(id) {
-		if (typeof id !== 'string') throw new TypeError('The "id" argument must be of type string. Received ' + (id === null ? 'null' : typeof id));
-		if (id in cache) return cache[id].exports;
-		let fn = defined[id];
-		if (fn === undefined) {
-			const r = hostResolve(id);
-			if (typeof r === 'string') throw new Error(r);
-			if (typeof r !== 'function') throw new Error("Cannot find module '" + id + "': functions may require only the modules the host provides");
-			fn = r;
+	// The setup files loaded when first used: each is a function of the
+	// intrinsics (and what else it needs) that answers what it defines,
+	// run once. The host numbers them as setupFiles lists them.
+	const BUFFER_JS = 0, URL_JS = 1, CRYPTO_JS = 2, TIMERS_JS = 3;
+	const loaded = [undefined, undefined, undefined, undefined];
+	const load = (file) => {
+		let x = loaded[file];
+		if (x === undefined) {
+			const fn = host(LOAD, file);
+			if (typeof fn !== 'function') throw new IError(fn);
+			x = file === CRYPTO_JS ? fn(intrinsics, load(BUFFER_JS).Buffer, setTimeout, host) : file === TIMERS_JS ? fn(intrinsics, host) : fn(intrinsics);
+			loaded[file] = x;
 		}
+		return x;
+	};
+
+	// Buffer, URL and URLSearchParams: reading one loads its file and
+	// replaces the accessor, while it is still there, with a data property,
+	// as assigning one does with the value assigned.
+	const names = ['Buffer', 'URL', 'URLSearchParams'], files = [BUFFER_JS, URL_JS, URL_JS], gets = [undefined, undefined, undefined];
+	// lazy replaces accessor i, if still there, with a data property of
+	// value v, an own property of self when that is not the global object
+	// (as when a writable data property is inherited). The global object
+	// may be frozen: get then keeps the accessor.
+	const lazy = (i, self, v, get) => {
+		const name = names[i];
+		if (self !== global) {
+			if ((typeof self === 'object' && self !== null) || typeof self === 'function') {
+				defineProperty(self, name, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true });
+			}
+			return;
+		}
+		const p = getOwnPropertyDescriptor(global, name);
+		if (p === undefined || setPrototypeOf(p, null).get !== gets[i]) return;
+		try {
+			defineProperty(global, name, { __proto__: null, value: v, writable: true, enumerable: false, configurable: true });
+		} catch (e) {
+			if (!get) throw e;
+		}
+	};
+	const get = (i) => {
+		const v = load(files[i])[names[i]];
+		lazy(i, global, v, true);
+		return v;
+	};
+	const a = { __proto__: null, get: undefined, set: undefined, enumerable: false, configurable: true };
+	a.get = gets[0] = () => get(0);
+	a.set = function (v) { lazy(0, this, v, false); };
+	defineProperty(global, 'Buffer', a);
+	a.get = gets[1] = () => get(1);
+	a.set = function (v) { lazy(1, this, v, false); };
+	defineProperty(global, 'URL', a);
+	a.get = gets[2] = () => get(2);
+	a.set = function (v) { lazy(2, this, v, false); };
+	defineProperty(global, 'URLSearchParams', a);
+
+	const cache = { __proto__: null };
+	const require = (id) => {
+		if (typeof id !== 'string') throw new ITypeError('The "id" argument must be of type string. Received ' + (id === null ? 'null' : typeof id));
+		if (id in cache) return cache[id].exports;
+		// url and crypto, and their node: names, then the modules the host
+		// resolves (its Programs and Modules, then zod), each run once.
+		const file = id === 'url' || id === 'node:url' ? URL_JS : id === 'crypto' || id === 'node:crypto' ? CRYPTO_JS : -1;
+		if (file !== -1) {
+			const exports = load(file).module;
+			cache[id] = { __proto__: null, exports };
+			return exports;
+		}
+		const fn = host(RESOLVE, id);
+		if (typeof fn === 'string') throw new IError(fn);
+		if (typeof fn !== 'function') throw new IError("Cannot find module '" + id + "': functions may require only the modules the host provides");
 		const module = { exports: {} };
 		cache[id] = module;
 		try {
-			fn.call(module.exports, module.exports, require, module);
+			apply(fn, module.exports, [module.exports, require, module]);
 		} catch (e) {
 			delete cache[id];
 			throw e;
 		}
 		return module.exports;
 	};
-	defineProperty(globalThis, 'require', { value: require, writable: false, enumerable: false, configurable: false });
-	// define registers a module the setup files provide, under its names.
-	const define = (names, fn) => { for (const n of names) defined[n] = fn; };
-
-	// setTimeout and clearTimeout, as Node has them; the host keeps the
-	// queue and runs the callbacks when the run is idle and they are due.
 	// No setInterval or setImmediate: Nango's runner has neither.
-	const callbacks = new Map();
-	const TIMEOUT_MAX = 2 ** 31 - 1;
-	class Timeout {
-		#id;
-		constructor(id) { this.#id = id; }
-		ref() { hostTimer(2, this.#id); return this; }
-		unref() { hostTimer(3, this.#id); return this; }
-		hasRef() { return hostTimer(5, this.#id); }
-		refresh() { hostTimer(4, this.#id); return this; }
-		close() { clear(this.#id); return this; }
-		[Symbol.toPrimitive]() { return this.#id; }
-	}
-	freeze(Timeout.prototype);
-	const clear = (id) => {
-		if (callbacks.delete(id)) hostTimer(1, id);
-	};
-	const typeName = (v) => v === null ? 'null' : typeof v === 'function' ? 'function' : typeof v === 'object' ? 'an instance of ' + (v.constructor && v.constructor.name || 'Object') : 'type ' + typeof v + ' (' + String(v) + ')';
-	global('setTimeout', function setTimeout(callback, after, ...args) {
-		if (typeof callback !== 'function') {
-			const e = new TypeError('The "callback" argument must be of type function. Received ' + (callback === undefined ? 'undefined' : typeName(callback)));
-			e.code = 'ERR_INVALID_ARG_TYPE';
-			throw e;
-		}
-		after *= 1;
-		if (!(after >= 1 && after <= TIMEOUT_MAX)) after = 1;
-		const id = hostTimer(0, after);
-		const t = new Timeout(id);
-		callbacks.set(id, { callback, args, t });
-		return t;
-	});
-	global('clearTimeout', function clearTimeout(timer) {
-		if (timer instanceof Timeout) timer = timer[Symbol.toPrimitive]();
-		else if (typeof timer === 'string') timer = Number(timer);
-		if (typeof timer === 'number') clear(timer);
-	});
-	const fire = (id) => {
-		const c = callbacks.get(id);
-		if (c === undefined) return;
-		callbacks.delete(id);
-		apply(c.callback, c.t, c.args);
-	};
+	const setTimeout = (callback, after, ...args) => load(TIMERS_JS).set(callback, after, args);
+	const clearTimeout = (timer) => { if (loaded[TIMERS_JS] !== undefined) loaded[TIMERS_JS].clear(timer); };
+	const btoa = (s) => load(BUFFER_JS).btoa(s);
+	const atob = (s) => load(BUFFER_JS).atob(s);
+	d.value = require;
+	defineProperty(global, 'require', d);
+	d.writable = d.configurable = true;
+	d.value = setTimeout;
+	defineProperty(global, 'setTimeout', d);
+	d.value = clearTimeout;
+	defineProperty(global, 'clearTimeout', d);
+	d.value = btoa;
+	defineProperty(global, 'btoa', d);
+	d.value = atob;
+	defineProperty(global, 'atob', d);
 
-	// Host functions the host adds after setup (Box.Func): their arguments
-	// cross as one JSON array and their answer as a JSON envelope.
-	const toThrow = (v) => {
-		if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-		const e = new Error(typeof v.message === 'string' ? v.message : '');
-		for (const k of Object.keys(v)) defineProperty(e, k, { value: v[k], writable: true, enumerable: k !== 'message' && k !== 'stack', configurable: true });
-		return e;
-	};
-	const install = (name, raw) => {
-		const f = take(raw);
-		const fn = { [name](...args) {
-			const r = parseJSON(f(stringify(args)));
-			switch (r[0]) {
-				case 0: return r[1];
-				case 1: throw new Error(r[1]);
-				default: throw toThrow(r[1]);
+	// forHost is what the host calls: forHost(0, id) runs a timer's
+	// callback; forHost(1, name, index) installs a host function the host
+	// adds after setup (Box.Func: its arguments cross as one JSON array and
+	// its answer as a JSON envelope); forHost(2, v) answers v when it is a
+	// promise, else undefined.
+	return (op, a, b) => {
+		if (op === 2) return a instanceof IPromise ? a : undefined;
+		if (op === 0) return loaded[TIMERS_JS].fire(a);
+		const index = b;
+		const fn = { [a](...args) {
+			const r = parseJSON(host(FUNC, index, stringify(args)));
+			if (r[0] === 0) return r[1];
+			if (r[0] === 1) throw new IError(r[1]);
+			if (r[0] === 3) throw r[1];
+			// An object of the host's choosing: an Error with its fields.
+			const v = r[1];
+			const e = new IError(typeof v.message === 'string' ? v.message : '');
+			const ks = keys(v);
+			for (let i = 0; i < ks.length; i++) {
+				const k = ks[i];
+				defineProperty(e, k, { __proto__: null, value: v[k], writable: true, enumerable: k !== 'message' && k !== 'stack', configurable: true });
 			}
-		} }[name];
-		defineProperty(globalThis, name, { value: fn, writable: false, enumerable: false, configurable: true });
+			throw e;
+		} }[a];
+		defineProperty(global, a, { __proto__: null, value: fn, writable: false, enumerable: false, configurable: true });
 	};
-	const promised = (v) => v instanceof IntrinsicPromise ? v : undefined;
-
-	defineProperty(globalThis, '__jsbox_internal', {
-		value: { define, host, forHost: freeze({ fire, install, promised }) },
-		writable: false, enumerable: false, configurable: true,
-	});
 })();

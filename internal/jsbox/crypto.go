@@ -18,10 +18,10 @@ import (
 // maxRandom bounds crypto.randomBytes, as crypto.js does.
 const maxRandom = 1 << 20
 
-// The host functions of crypto.js. Bytes cross as latin1 strings: each
-// character one byte.
+// The host's operations for crypto.js (Box.host). Bytes cross as latin1
+// strings: each character one byte.
 
-func hostHash(args []any) (any, error) {
+func hostHashOp(args []any) (any, error) {
 	if len(args) != 3 {
 		return nil, errors.New("hash: want 3 arguments")
 	}
@@ -61,7 +61,7 @@ func hostHash(args []any) (any, error) {
 	return toLatin1(w.Sum(nil)), nil
 }
 
-func hostRandom(args []any) (any, error) {
+func hostRandomOp(args []any) (any, error) {
 	n, ok := args0Int(args)
 	if !ok || n < 0 || n > maxRandom {
 		return nil, fmt.Errorf("randomBytes: size out of range")
@@ -70,8 +70,6 @@ func hostRandom(args []any) (any, error) {
 	rand.Read(b)
 	return toLatin1(b), nil
 }
-
-func hostUUID([]any) (any, error) { return uuid4(), nil }
 
 // uuid4 is a random (version 4) UUID in its canonical form.
 func uuid4() string {
@@ -82,7 +80,7 @@ func uuid4() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
 }
 
-func hostEqual(args []any) (any, error) {
+func hostEqualOp(args []any) (any, error) {
 	if len(args) != 2 {
 		return nil, errors.New("timingSafeEqual: want 2 arguments")
 	}

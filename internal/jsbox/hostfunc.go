@@ -1,6 +1,7 @@
 package jsbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,33 +38,33 @@ func (b *Box) Func(name string, fn func(args []any) (any, error)) error {
 	if !funcName.MatchString(name) {
 		return fmt.Errorf("jsbox: Func %q: not an identifier", name)
 	}
-	if b.funcs[name] {
+	if b.names[name] {
 		return fmt.Errorf("jsbox: Func %q: already installed", name)
 	}
-	raw := "__jsbox_func_" + name
-	err := b.vm.RegisterHostFunc(raw, func(args []any) (any, error) {
-		var in []any
-		if len(args) == 1 {
-			if s, ok := args[0].(string); ok {
-				if err := json.Unmarshal([]byte(s), &in); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return envelope(fn(in)), nil
-	})
-	if err != nil {
-		return fmt.Errorf("jsbox: Func %q: %w", name, err)
+	if b.names == nil {
+		b.names = map[string]bool{}
 	}
-	b.funcs[name] = true
-	if _, err := b.install.Call(quickjs.UndefinedValue, name, raw); err != nil {
+	b.names[name] = true
+	b.funcs = append(b.funcs, fn)
+	if _, err := b.forHost.Call(quickjs.UndefinedValue, 1, name, len(b.funcs)-1); err != nil {
 		return fmt.Errorf("jsbox: Func %q: %w", name, classify(err))
 	}
 	return nil
 }
 
-// envelope is the answer of a host function as install (bootstrap.js)
-// reads it: [0, value], [1, message] for an error, [2, value] to throw.
+// callFunc calls fn, a function of Func, with the arguments args holds as
+// a JSON array, and answers the envelope of its answer.
+func (b *Box) callFunc(fn func(args []any) (any, error), args string) string {
+	var in []any
+	if err := json.Unmarshal([]byte(args), &in); err != nil {
+		return envelope(nil, err)
+	}
+	return envelope(fn(in))
+}
+
+// envelope is the answer of a host function as bootstrap.js reads it:
+// [0, value], [1, message] for an error, [2, object] to throw as an Error
+// with its fields, [3, value] to throw as it is.
 func envelope(v any, err error) string {
 	if err == nil {
 		b, merr := json.Marshal([]any{0, v})
@@ -74,7 +75,10 @@ func envelope(v any, err error) string {
 	}
 	var t *Throw
 	if errors.As(err, &t) && json.Valid(t.JSON) {
-		return `[2,` + string(t.JSON) + `]`
+		if v := bytes.TrimLeft(t.JSON, " \t\r\n"); len(v) > 0 && v[0] == '{' {
+			return `[2,` + string(t.JSON) + `]`
+		}
+		return `[3,` + string(t.JSON) + `]`
 	}
 	b, _ := json.Marshal([]any{1, err.Error()})
 	return string(b)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -76,48 +77,84 @@ type Box struct {
 	vm      *quickjs.VM
 	timeout time.Duration
 	timers  timers
-	// fire, install and promised are functions of bootstrap.js the host
-	// calls: fire runs a timer's callback, install a host function added
-	// by Func, promised answers whether a value is a promise.
-	fire, install, promised quickjs.Value
+	console func(level, message string)
+	// forHost is the function of bootstrap.js the host calls: forHost(0,
+	// id) runs a timer's callback, forHost(1, name, index) installs a host
+	// function added by Func, forHost(2, v) answers v when it is a promise.
+	forHost quickjs.Value
 
 	programs map[string]*Program
 	sources  map[string]string
-	funcs    map[string]bool
+	funcs    []func(args []any) (any, error)
+	names    map[string]bool // of funcs
 	closed   bool
 }
 
-// Setup files, run in this order in each new Box, compiled once for all.
+// Setup files, compiled once for all Boxes: bootstrap.js runs first in
+// each new Box; the others are loaded into a Box when its code first uses
+// what they define (bootstrap.js numbers them as setupFiles lists them).
 var (
 	//go:embed bootstrap.js
 	bootstrapJS string
-	// bufferJS installs Buffer, btoa and atob.
+	// bufferJS defines Buffer, btoa and atob.
 	//
 	//go:embed buffer.js
 	bufferJS string
-	// urlJS installs URL and URLSearchParams, and defines url.
+	// urlJS defines URL and URLSearchParams, and the module url.
 	//
 	//go:embed url.js
 	urlJS string
-	// cryptoJS defines crypto.
+	// cryptoJS defines the module crypto.
 	//
 	//go:embed crypto.js
 	cryptoJS string
+	// timersJS defines what setTimeout and clearTimeout do.
+	//
+	//go:embed timers.js
+	timersJS string
 
+	// setupFiles are the files bootstrap.js loads when first used: each is
+	// the body of a function of params, which bootstrap.js calls with the
+	// intrinsics it took, under their names there (intrinsicNames), and
+	// what else the file needs.
+	setupFiles = []struct{ name, params, src string }{
+		{"jsbox/buffer.js", "intrinsics", bufferJS},
+		{"jsbox/url.js", "intrinsics", urlJS},
+		{"jsbox/crypto.js", "intrinsics, Buffer, setTimeout, host", cryptoJS},
+		{"jsbox/timers.js", "intrinsics, host", timersJS},
+	}
+
+	// setup is the bytecode of bootstrap.js, then that of setupFiles.
 	setup = sync.OnceValues(func() ([][]byte, error) {
 		vm, err := quickjs.NewVM()
 		if err != nil {
 			return nil, err
 		}
 		defer vm.Close()
-		var out [][]byte
-		for _, f := range []struct{ name, src string }{
-			{"jsbox/bootstrap.js", bootstrapJS},
-			{"jsbox/buffer.js", bufferJS},
-			{"jsbox/url.js", urlJS},
-			{"jsbox/crypto.js", cryptoJS},
-		} {
-			bc, err := compileNamed(vm, f.name, f.src, true)
+		// bootstrap.js, which each Box reads, without its line numbers:
+		// its frames show as those of built-ins do.
+		bc, err := compileNamed(vm, "jsbox/bootstrap.js", bootstrapJS, stripDebug)
+		if err != nil {
+			return nil, fmt.Errorf("jsbox/bootstrap.js: %w", err)
+		}
+		out := [][]byte{bc}
+		names, err := intrinsicNames()
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range setupFiles {
+			// The head is on the file's first line: its line numbers are
+			// the file's.
+			var head strings.Builder
+			fmt.Fprintf(&head, "(function (%s) { 'use strict'; const ", f.params)
+			for i, n := range names {
+				if i > 0 {
+					head.WriteString(", ")
+				}
+				fmt.Fprintf(&head, "%s = intrinsics[%d]", n, i)
+			}
+			head.WriteString("; ")
+			bc, err := compileNamed(vm, f.name, head.String()+f.src+"\n})", stripSource)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f.name, err)
 			}
@@ -125,6 +162,42 @@ var (
 		}
 		return out, nil
 	})
+)
+
+// intrinsicNames are the names of the intrinsics bootstrap.js takes for
+// the other setup files, as its array intrinsics lists them.
+func intrinsicNames() ([]string, error) {
+	m := regexp.MustCompile(`(?s)const intrinsics = \[([^\]]*)\];`).FindStringSubmatch(bootstrapJS)
+	if m == nil {
+		return nil, errors.New("jsbox/bootstrap.js: no array intrinsics")
+	}
+	var names []string
+	for _, n := range strings.Split(m[1], ",") {
+		n = strings.TrimSpace(n)
+		if !funcName.MatchString(n) {
+			return nil, fmt.Errorf("jsbox/bootstrap.js: intrinsics: %q is not a name", n)
+		}
+		names = append(names, n)
+	}
+	return names, nil
+}
+
+// hostName is the global name under which New registers Box.host, which
+// bootstrap.js takes off the global object before any other code runs.
+const hostName = "__jsbox_host"
+
+// Operations of the host function (Box.host), its first argument, as
+// bootstrap.js numbers them.
+const (
+	hostConsole = iota // level, message
+	hostTimer          // a timer operation (timers.op), its number
+	hostResolve        // a module name
+	hostLoad           // the index of a setup file in setupFiles
+	hostHash           // the crypto operations: crypto.go
+	hostRandom
+	hostUUID
+	hostEqual
+	hostFunc // the index of a Func, its arguments as JSON
 )
 
 // New returns a Box with its limits set and its globals hardened.
@@ -148,16 +221,18 @@ func New(opts Options) (*Box, error) {
 		return nil, fmt.Errorf("jsbox: %w", err)
 	}
 	b := &Box{
-		vm:       vm,
-		timeout:  l.Timeout,
-		timers:   timers{byID: map[int]*timer{}, now: time.Now()},
-		programs: map[string]*Program{},
-		sources:  map[string]string{},
-		funcs:    map[string]bool{},
+		vm:      vm,
+		timeout: l.Timeout,
+		timers:  timers{byID: map[int]*timer{}, now: time.Now()},
+		console: opts.Console,
 	}
-	for name, src := range opts.Modules {
-		b.sources[name] = src
+	if len(opts.Modules) > 0 {
+		b.sources = make(map[string]string, len(opts.Modules))
+		for name, src := range opts.Modules {
+			b.sources[name] = src
+		}
 	}
+	b.programs = make(map[string]*Program, len(opts.Programs))
 	for _, p := range opts.Programs {
 		b.programs[p.name] = p
 	}
@@ -169,42 +244,9 @@ func New(opts Options) (*Box, error) {
 		vm.Close()
 		return nil, fmt.Errorf("jsbox: %w", err)
 	}
-	console := opts.Console
-	if console == nil {
-		console = func(string, string) {}
-	}
-	err = errors.Join(
-		vm.RegisterHostFunc("__jsbox_console", func(args []any) (any, error) {
-			if len(args) == 2 {
-				level, _ := args[0].(string)
-				msg, _ := args[1].(string)
-				console(level, msg)
-			}
-			return nil, nil
-		}),
-		vm.RegisterFunc("__jsbox_resolve", b.resolve, false),
-		vm.RegisterHostFunc("__jsbox_timer", b.timers.op),
-		vm.RegisterHostFunc("__jsbox_hash", hostHash),
-		vm.RegisterHostFunc("__jsbox_random", hostRandom),
-		vm.RegisterHostFunc("__jsbox_uuid", hostUUID),
-		vm.RegisterHostFunc("__jsbox_equal", hostEqual),
-	)
-	for _, bc := range files {
-		if err == nil {
-			_, err = vm.EvalBytecode(bc)
-		}
-	}
+	err = vm.RegisterFunc(hostName, b.host, false)
 	if err == nil {
-		b.fire, err = vm.EvalValue(`__jsbox_internal.forHost.fire`, quickjs.EvalGlobal)
-	}
-	if err == nil {
-		b.install, err = vm.EvalValue(`__jsbox_internal.forHost.install`, quickjs.EvalGlobal)
-	}
-	if err == nil {
-		b.promised, err = vm.EvalValue(`__jsbox_internal.forHost.promised`, quickjs.EvalGlobal)
-	}
-	if err == nil {
-		_, err = vm.Eval(`delete globalThis.__jsbox_internal`, quickjs.EvalGlobal)
+		b.forHost, err = vm.EvalBytecodeValue(files[0])
 	}
 	if err != nil {
 		b.Close()
@@ -219,12 +261,97 @@ func (b *Box) Close() error {
 		return nil
 	}
 	b.closed = true
-	for _, v := range []*quickjs.Value{&b.fire, &b.install, &b.promised} {
-		if v.VM() != nil {
-			v.Free()
-		}
+	if b.forHost.VM() != nil {
+		b.forHost.Free()
 	}
 	return b.vm.Close()
+}
+
+// host is the one host function of a Box, for bootstrap.js: op is one of
+// the host* operations. Its answer is a value for bootstrap.js to read;
+// what it cannot do is answered undefined, or a string for an error
+// message (hostResolve, hostLoad), or -1 (hostTimer, too many timers).
+func (b *Box) host(op int, args ...any) quickjs.Value {
+	switch op {
+	case hostConsole:
+		if b.console != nil && len(args) == 2 {
+			level, _ := args[0].(string)
+			msg, _ := args[1].(string)
+			b.console(level, msg)
+		}
+		return quickjs.UndefinedValue
+	case hostTimer:
+		v, err := b.timers.op(args)
+		if errors.Is(err, errTooManyTimers) {
+			return b.vm.NewInt(-1)
+		}
+		return b.value(v, err)
+	case hostResolve:
+		name, _ := args0String(args)
+		return b.resolve(name)
+	case hostLoad:
+		files, err := setup()
+		i, ok := args0Int(args)
+		if err != nil || !ok || i < 0 || i >= len(setupFiles) {
+			return b.errorValue("jsbox: no such setup file")
+		}
+		v, err := b.vm.EvalBytecodeValue(files[1+i])
+		if err != nil {
+			return b.errorValue(fmt.Sprintf("%s: %v", setupFiles[i].name, err))
+		}
+		return v
+	case hostHash:
+		return b.value(hostHashOp(args))
+	case hostRandom:
+		return b.value(hostRandomOp(args))
+	case hostUUID:
+		return b.value(uuid4(), nil)
+	case hostEqual:
+		return b.value(hostEqualOp(args))
+	case hostFunc:
+		if len(args) == 2 {
+			i, ok := number(args[0])
+			s, _ := args[1].(string)
+			if ok && i >= 0 && int(i) < len(b.funcs) {
+				return b.value(b.callFunc(b.funcs[int(i)], s), nil)
+			}
+		}
+	}
+	return quickjs.UndefinedValue
+}
+
+// value converts v, a string, int, float64 or bool, to a JavaScript value
+// (a bool to 1 or 0); nil and any error are undefined.
+func (b *Box) value(v any, err error) quickjs.Value {
+	if err != nil {
+		return quickjs.UndefinedValue
+	}
+	switch v := v.(type) {
+	case string:
+		s, err := b.vm.NewString(v)
+		if err != nil {
+			return quickjs.UndefinedValue
+		}
+		return s
+	case int:
+		return b.vm.NewInt(v)
+	case float64:
+		return b.vm.NewFloat64(v)
+	case bool:
+		if v {
+			return b.vm.NewInt(1)
+		}
+		return b.vm.NewInt(0)
+	}
+	return quickjs.UndefinedValue
+}
+
+func args0String(args []any) (string, bool) {
+	if len(args) != 1 {
+		return "", false
+	}
+	s, ok := args[0].(string)
+	return s, ok
 }
 
 // classify wraps an engine error in the error of the limit it hit.
@@ -374,7 +501,7 @@ func (b *Box) eval(ctx context.Context, src string) (any, error) {
 		return nil, fail(ctx, err)
 	}
 	defer v.Free()
-	p, err := b.promised.CallValue(quickjs.UndefinedValue, v)
+	p, err := b.forHost.CallValue(quickjs.UndefinedValue, 2, v)
 	if err != nil {
 		return nil, fail(ctx, err)
 	}
@@ -506,7 +633,7 @@ func (b *Box) loop(ctx context.Context, deadline time.Time, settled func() bool)
 		if err := b.arm(deadline); err != nil {
 			return err
 		}
-		if _, err := b.fire.Call(quickjs.UndefinedValue, t.id); err != nil {
+		if _, err := b.forHost.Call(quickjs.UndefinedValue, 0, t.id); err != nil {
 			return fail(ctx, err)
 		}
 	}

@@ -48,19 +48,19 @@ const ModuleColumnOffset = len(moduleHead)
 // function to), to bytecode, as the module name. It runs none of it: a
 // syntax error is its only error.
 func Compile(name, src string) (*Program, error) {
-	return compile(name, src, false)
+	return compile(name, src, keepAll)
 }
 
-// compile is Compile, without the source text with stripSource (for the
+// compile is Compile, stripping what strip says (stripSource for the
 // modules the Box provides: their functions show as built-ins do).
-func compile(name, src string, stripSource bool) (*Program, error) {
+func compile(name, src string, strip stripping) (*Program, error) {
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return nil, fmt.Errorf("jsbox: %w", err)
 	}
 	defer vm.Close()
 	vm.SetMemoryLimit(DefaultMemory)
-	bc, err := compileNamed(vm, name, moduleHead+src+moduleTail, stripSource)
+	bc, err := compileNamed(vm, name, moduleHead+src+moduleTail, strip)
 	if err != nil {
 		return nil, err
 	}
@@ -94,11 +94,27 @@ func engineContext(vm *quickjs.VM) (tls *libc.TLS, ctx uintptr, ok bool) {
 	return (*libc.TLS)(t.UnsafePointer()), uintptr(c.Uint()), true
 }
 
+// stripping says what compileNamed leaves out of the bytecode.
+type stripping int32
+
+const (
+	// keepAll keeps the source text (what Function.prototype.toString
+	// shows) and the line and column numbers (of stack traces).
+	keepAll stripping = 0
+	// stripSource leaves out the source text: the toString of the
+	// functions is then that of built-ins ("function f() { [native code]
+	// }"). It weighs as much again as the rest, read into each Box.
+	stripSource stripping = lib.MJS_STRIP_SOURCE
+	// stripDebug leaves out the source text and the line and column
+	// numbers too: stack frames of the functions show their name only, as
+	// those of built-ins do.
+	stripDebug stripping = lib.MJS_STRIP_SOURCE | lib.MJS_STRIP_DEBUG
+)
+
 // compileNamed compiles src, a script, to bytecode as the file name, in
-// vm, without the source text with stripSource (the toString of its
-// functions is then that of built-ins: "function f() { [native code] }").
-// A syntax error is returned as the engine reports it.
-func compileNamed(vm *quickjs.VM, name, src string, stripSource bool) ([]byte, error) {
+// vm, leaving out what strip says. A syntax error is returned as the
+// engine reports it.
+func compileNamed(vm *quickjs.VM, name, src string, strip stripping) ([]byte, error) {
 	tls, ctx, ok := engineContext(vm)
 	if !ok {
 		return nil, errNoEngineAccess
@@ -114,14 +130,7 @@ func compileNamed(vm *quickjs.VM, name, src string, stripSource bool) ([]byte, e
 	}
 	defer libc.Xfree(tls, pname)
 
-	// The bytecode keeps line and column numbers always, and the source
-	// text (what Function.prototype.toString shows) unless stripped: it
-	// weighs as much again, read into each Box.
-	strip := int32(0)
-	if stripSource {
-		strip = lib.MJS_STRIP_SOURCE
-	}
-	lib.XJS_SetStripInfo(tls, lib.XJS_GetRuntime(tls, ctx), strip)
+	lib.XJS_SetStripInfo(tls, lib.XJS_GetRuntime(tls, ctx), int32(strip))
 	fn := lib.XJS_Eval(tls, ctx, psrc, libc.Tsize_t(len(src)), pname, lib.MJS_EVAL_TYPE_GLOBAL|lib.MJS_EVAL_FLAG_COMPILE_ONLY)
 	if lib.XJS_HasException(tls, ctx) != 0 {
 		return nil, classify(rethrow(vm, tls, ctx))

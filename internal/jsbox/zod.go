@@ -14,5 +14,5 @@ var zodJS string
 
 // zodProgram is zod compiled once, for the Boxes whose code requires it.
 var zodProgram = sync.OnceValues(func() (*Program, error) {
-	return compile("zod", zodJS, true)
+	return compile("zod", zodJS, stripSource)
 })
