@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,6 +52,9 @@ func TestJSActionRuns(t *testing.T) {
 			case "/missing":
 				w.WriteHeader(404)
 				fmt.Fprint(w, `{"message":"no such thing"}`)
+			case "/echo":
+				body, _ := io.ReadAll(r.Body)
+				fmt.Fprintf(w, `{"type":%q,"body":%q}`, r.Header.Get("Content-Type"), body)
 			default:
 				fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
 			}
@@ -66,6 +70,18 @@ func TestJSActionRuns(t *testing.T) {
 			if r.obj()[k] != v {
 				t.Errorf("%s = %v, want %v (answer %s)", k, r.obj()[k], v, r.raw)
 			}
+		}
+
+		// The body of a request: a URLSearchParams is a form, a Buffer
+		// (any Uint8Array) its bytes, anything else JSON.
+		deployJS(t, bu, functions.KindAction, "bodies", jsAction(`
+			const form = await nango.post({ endpoint: '/echo', data: new URLSearchParams({ a: '1', b: 'x y' }) });
+			const bytes = await nango.post({ endpoint: '/echo', data: Buffer.from('héllo') });
+			const json = await nango.post({ endpoint: '/echo', data: { k: [1] } });
+			return { form: form.data, bytes: bytes.data, json: json.data };`), functions.Definition{})
+		r = bu.mustDo(t, 200, actionReq("bodies", "", nil))
+		if string(r.raw) != `{"form":{"type":"application/x-www-form-urlencoded","body":"a=1&b=x+y"},"bytes":{"type":"","body":"héllo"},"json":{"type":"application/json","body":"{\"k\":[1]}"}}` {
+			t.Errorf("the bodies the provider got: %s", r.raw)
 		}
 
 		// A provider's answer outside 2xx throws an Axios-shaped error

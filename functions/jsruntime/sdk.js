@@ -96,13 +96,15 @@
 		const data = config.data;
 		if (data !== undefined && data !== null) {
 			if (typeof data === 'string') args.text = data;
-			else if (Buffer.isBuffer(data) || data instanceof Uint8Array) args.b64 = Buffer.from(data).toString('base64');
-			else if (data instanceof URLSearchParamsOrNull()) args.form = data.toString();
+			// A Buffer is a Uint8Array; neither check loads Buffer or URL
+			// into the Box (jsbox loads them when first used), as axios's
+			// own check of URLSearchParams reads only the tag.
+			else if (data instanceof Uint8Array) args.b64 = Buffer.from(data).toString('base64');
+			else if (Object.prototype.toString.call(data) === '[object URLSearchParams]') args.form = data.toString();
 			else args.data = plain(data);
 		}
 		return args;
 	};
-	function URLSearchParamsOrNull() { return typeof URLSearchParams === 'function' ? URLSearchParams : function Never() {}; }
 
 	const props = (p, s) => {
 		const n = {};
@@ -344,7 +346,7 @@
 			if (e && typeof e === 'object' && e.isAxiosError && e.response) {
 				const r = e.response;
 				let data = r.data;
-				if (Buffer.isBuffer(data)) data = data.toString('utf8');
+				if (data instanceof Uint8Array && Buffer.isBuffer(data)) data = data.toString('utf8');
 				try { data = JSON.parse(JSON.stringify(data === undefined ? null : data)); } catch (x) { data = String(data); }
 				return { kind: 'http', status: Number(r.status) || 0, headers: r.headers || {}, data };
 			}

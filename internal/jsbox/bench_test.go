@@ -214,3 +214,30 @@ exports.run = (input) => ({ id: input.id, ok: true, n: [1, 2, 3].map((n) => n * 
 		box.Close()
 	}
 }
+
+// BenchmarkFirstUse: a fresh Box whose code first uses what a setup file
+// defines, which loads it (the Box's cost included): none, Buffer, URL,
+// crypto (which loads Buffer too), a timer, console.
+func BenchmarkFirstUse(b *testing.B) {
+	for _, c := range []struct{ name, src string }{
+		{"none", `1`},
+		{"Buffer", `typeof Buffer`},
+		{"URL", `typeof URL`},
+		{"crypto", `typeof require('crypto')`},
+		{"setTimeout", `clearTimeout(setTimeout(() => {}, 1))`},
+		{"console", `console.log('x')`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				box, err := jsbox.New(jsbox.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := box.Eval(c.src); err != nil {
+					b.Fatal(err)
+				}
+				box.Close()
+			}
+		})
+	}
+}

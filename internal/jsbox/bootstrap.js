@@ -9,10 +9,11 @@
 // data property. Its value is forHost, the function the host calls.
 //
 // Each Box runs it, so it does as little as it can: the other setup files
-// (buffer.js, url.js, crypto.js, timers.js) are loaded into a Box when its
-// code first uses what they define. The engine makes each built-in
-// function when code first reads it: the intrinsics taken here are those
-// the setup files need, no more (no Math: it costs more than all the rest).
+// (buffer.js, url.js, crypto.js, timers.js, globals.js) are loaded into a
+// Box when its code first uses what they define, and what this file makes
+// only calls them. The engine makes each built-in function when code first
+// reads it: the intrinsics taken here are those the setup files need, no
+// more (no Math: making it costs more than most of this file).
 //
 // What runs later, when code calls what this file installs, calls only
 // the intrinsics taken here, before any other code ran, and no method
@@ -33,12 +34,14 @@
 	// names (jsbox.go makes each file a function that names them so). An
 	// array costs less than an object to make in each Box.
 	const intrinsics = [defineProperty, getOwnPropertyDescriptor, setPrototypeOf, freeze, apply, ownKeys, isArray, arrayFrom, fromCharCode,
-		fromCodePoint, isView, Array, String, Number, Symbol, Error, TypeError, RangeError, Uint8Array, Int16Array, ArrayBuffer, parseInt];
-	const IString = String, IError = Error, ITypeError = TypeError, IPromise = Promise;
+		fromCodePoint, isView, stringify, Array, String, Number, Symbol, Error, TypeError, RangeError, Uint8Array, Int16Array, ArrayBuffer,
+		parseInt];
+	const IError = Error, ITypeError = TypeError, IPromise = Promise;
 
 	// The host function (Box.host in jsbox.go): host(op, ...args), its
-	// operations numbered as there.
-	const CONSOLE = 0, RESOLVE = 2, LOAD = 3, FUNC = 8;
+	// operations numbered as there (hostConsole...), as the setup files are
+	// (setupBuffer...): numbers, not names, which would cost each Box a
+	// variable its closures hold.
 	const host = global.__jsbox_host;
 	delete global.__jsbox_host;
 
@@ -51,46 +54,35 @@
 	d.value = F;
 	defineProperty(global, 'Function', d);
 	defineProperty(Function.prototype, 'constructor', d);
-	defineProperty(getPrototypeOf(async function () {}), 'constructor', d);
+	defineProperty(getPrototypeOf(async () => {}), 'constructor', d);
 	defineProperty(getPrototypeOf(function* () {}), 'constructor', d);
 	defineProperty(getPrototypeOf(async function* () {}), 'constructor', d);
 	d.value = () => { throw new EvalError('code generation from strings is not allowed in functions'); };
 	defineProperty(global, 'eval', d);
 
-	const console = {};
-	const levels = ['log', 'info', 'warn', 'error', 'debug'];
-	for (let i = 0; i < 5; i++) {
-		const level = levels[i];
-		console[level] = (...args) => {
-			let out = '';
-			for (let i = 0; i < args.length; i++) {
-				const a = args[i];
-				let s;
-				if (typeof a === 'string') s = a;
-				else if (a instanceof IError) s = a.stack ? IString(a.stack) : IString(a);
-				else if (a === undefined || typeof a === 'function' || typeof a === 'symbol' || typeof a === 'bigint') s = IString(a);
-				else {
-					try { s = stringify(a); } catch (e) { s = IString(a); }
-				}
-				out += i === 0 ? s : ' ' + s;
-			}
-			host(CONSOLE, level, out);
-		};
-	}
+	// console: its methods format their arguments with globals.js.
+	const console = {
+		log: (...args) => { host(0, 'log', load(4).format(args)); }, // hostConsole
+		info: (...args) => { host(0, 'info', load(4).format(args)); },
+		warn: (...args) => { host(0, 'warn', load(4).format(args)); },
+		error: (...args) => { host(0, 'error', load(4).format(args)); },
+		debug: (...args) => { host(0, 'debug', load(4).format(args)); },
+	};
 	d.value = freeze(console);
 	defineProperty(global, 'console', d);
 
-	// The setup files loaded when first used: each is a function of the
-	// intrinsics (and what else it needs) that answers what it defines,
-	// run once. The host numbers them as setupFiles lists them.
-	const BUFFER_JS = 0, URL_JS = 1, CRYPTO_JS = 2, TIMERS_JS = 3;
-	const loaded = [undefined, undefined, undefined, undefined];
+	// The setup files loaded when first used: buffer.js (0), url.js (1),
+	// crypto.js (2), timers.js (3), globals.js (4). Each is a function of
+	// the intrinsics (and what else it needs) that answers what it defines,
+	// run once.
+	const loaded = [undefined, undefined, undefined, undefined, undefined];
 	const load = (file) => {
 		let x = loaded[file];
 		if (x === undefined) {
-			const fn = host(LOAD, file);
+			const fn = host(3, file); // hostLoad
 			if (typeof fn !== 'function') throw new IError(fn);
-			x = file === CRYPTO_JS ? fn(intrinsics, load(BUFFER_JS).Buffer, setTimeout, host) : file === TIMERS_JS ? fn(intrinsics, host) : fn(intrinsics);
+			x = file === 2 ? fn(intrinsics, load(0).Buffer, setTimeout, host) : file === 3 ? fn(intrinsics, host) :
+				file === 4 ? fn(intrinsics, global, names, gets) : fn(intrinsics);
 			loaded[file] = x;
 		}
 		return x;
@@ -98,59 +90,33 @@
 
 	// Buffer, URL and URLSearchParams: reading one loads its file and
 	// replaces the accessor, while it is still there, with a data property,
-	// as assigning one does with the value assigned.
-	const names = ['Buffer', 'URL', 'URLSearchParams'], files = [BUFFER_JS, URL_JS, URL_JS], gets = [undefined, undefined, undefined];
-	// lazy replaces accessor i, if still there, with a data property of
-	// value v, an own property of self when that is not the global object
-	// (as when a writable data property is inherited). The global object
-	// may be frozen: get then keeps the accessor.
-	const lazy = (i, self, v, get) => {
-		const name = names[i];
-		if (self !== global) {
-			if ((typeof self === 'object' && self !== null) || typeof self === 'function') {
-				defineProperty(self, name, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true });
-			}
-			return;
-		}
-		const p = getOwnPropertyDescriptor(global, name);
-		if (p === undefined || setPrototypeOf(p, null).get !== gets[i]) return;
-		try {
-			defineProperty(global, name, { __proto__: null, value: v, writable: true, enumerable: false, configurable: true });
-		} catch (e) {
-			if (!get) throw e;
-		}
-	};
-	const get = (i) => {
-		const v = load(files[i])[names[i]];
-		lazy(i, global, v, true);
-		return v;
-	};
-	const a = { __proto__: null, get: undefined, set: undefined, enumerable: false, configurable: true };
-	a.get = gets[0] = () => get(0);
-	a.set = function (v) { lazy(0, this, v, false); };
-	defineProperty(global, 'Buffer', a);
-	a.get = gets[1] = () => get(1);
-	a.set = function (v) { lazy(1, this, v, false); };
-	defineProperty(global, 'URL', a);
-	a.get = gets[2] = () => get(2);
-	a.set = function (v) { lazy(2, this, v, false); };
-	defineProperty(global, 'URLSearchParams', a);
+	// as assigning one does with the value assigned (globals.js).
+	const names = ['Buffer', 'URL', 'URLSearchParams'], files = [0, 1, 1], gets = [undefined, undefined, undefined];
+	const accessor = { __proto__: null, get: undefined, set: undefined, enumerable: false, configurable: true };
+	for (let i = 0; i < 3; i++) {
+		accessor.get = gets[i] = () => {
+			const v = load(files[i])[names[i]];
+			load(4).replace(i, global, v, true);
+			return v;
+		};
+		accessor.set = function (v) { load(4).replace(i, this, v, false); };
+		defineProperty(global, names[i], accessor);
+	}
 
 	const cache = { __proto__: null };
 	const require = (id) => {
 		if (typeof id !== 'string') throw new ITypeError('The "id" argument must be of type string. Received ' + (id === null ? 'null' : typeof id));
 		if (id in cache) return cache[id].exports;
-		// url and crypto, and their node: names, then the modules the host
-		// resolves (its Programs and Modules, then zod), each run once.
-		const file = id === 'url' || id === 'node:url' ? URL_JS : id === 'crypto' || id === 'node:crypto' ? CRYPTO_JS : -1;
-		if (file !== -1) {
-			const exports = load(file).module;
+		// The host answers the setup file of url and crypto (and their
+		// node: names), the function of a module it has (its Programs and
+		// Modules, then zod), or why it has none. Each runs once.
+		const fn = host(2, id); // hostResolve
+		if (typeof fn === 'number') {
+			const exports = load(fn).module;
 			cache[id] = { __proto__: null, exports };
 			return exports;
 		}
-		const fn = host(RESOLVE, id);
-		if (typeof fn === 'string') throw new IError(fn);
-		if (typeof fn !== 'function') throw new IError("Cannot find module '" + id + "': functions may require only the modules the host provides");
+		if (typeof fn !== 'function') throw new IError(fn);
 		const module = { exports: {} };
 		cache[id] = module;
 		try {
@@ -162,10 +128,10 @@
 		return module.exports;
 	};
 	// No setInterval or setImmediate: Nango's runner has neither.
-	const setTimeout = (callback, after, ...args) => load(TIMERS_JS).set(callback, after, args);
-	const clearTimeout = (timer) => { if (loaded[TIMERS_JS] !== undefined) loaded[TIMERS_JS].clear(timer); };
-	const btoa = (s) => load(BUFFER_JS).btoa(s);
-	const atob = (s) => load(BUFFER_JS).atob(s);
+	const setTimeout = (callback, after, ...args) => load(3).set(callback, after, args);
+	const clearTimeout = (timer) => { if (loaded[3] !== undefined) loaded[3].clear(timer); };
+	const btoa = (s) => load(0).btoa(s);
+	const atob = (s) => load(0).atob(s);
 	d.value = require;
 	defineProperty(global, 'require', d);
 	d.writable = d.configurable = true;
@@ -185,10 +151,10 @@
 	// promise, else undefined.
 	return (op, a, b) => {
 		if (op === 2) return a instanceof IPromise ? a : undefined;
-		if (op === 0) return loaded[TIMERS_JS].fire(a);
+		if (op === 0) return loaded[3].fire(a);
 		const index = b;
 		const fn = { [a](...args) {
-			const r = parseJSON(host(FUNC, index, stringify(args)));
+			const r = parseJSON(host(8, index, stringify(args))); // hostFunc
 			if (r[0] === 0) return r[1];
 			if (r[0] === 1) throw new IError(r[1]);
 			if (r[0] === 3) throw r[1];

@@ -112,16 +112,22 @@ var (
 	//
 	//go:embed timers.js
 	timersJS string
+	// globalsJS defines what console and the accessors of Buffer, URL and
+	// URLSearchParams do when first used.
+	//
+	//go:embed globals.js
+	globalsJS string
 
 	// setupFiles are the files bootstrap.js loads when first used: each is
 	// the body of a function of params, which bootstrap.js calls with the
 	// intrinsics it took, under their names there (intrinsicNames), and
 	// what else the file needs.
-	setupFiles = []struct{ name, params, src string }{
+	setupFiles = [...]struct{ name, params, src string }{
 		{"jsbox/buffer.js", "intrinsics", bufferJS},
 		{"jsbox/url.js", "intrinsics", urlJS},
 		{"jsbox/crypto.js", "intrinsics, Buffer, setTimeout, host", cryptoJS},
 		{"jsbox/timers.js", "intrinsics, host", timersJS},
+		{"jsbox/globals.js", "intrinsics, global, names, gets", globalsJS},
 	}
 
 	// setup is the bytecode of bootstrap.js, then that of setupFiles.
@@ -162,6 +168,15 @@ var (
 		}
 		return out, nil
 	})
+)
+
+// Indexes in setupFiles.
+const (
+	setupBuffer = iota
+	setupURL
+	setupCrypto
+	setupTimers
+	setupGlobals
 )
 
 // intrinsicNames are the names of the intrinsics bootstrap.js takes for
@@ -223,7 +238,6 @@ func New(opts Options) (*Box, error) {
 	b := &Box{
 		vm:      vm,
 		timeout: l.Timeout,
-		timers:  timers{byID: map[int]*timer{}, now: time.Now()},
 		console: opts.Console,
 	}
 	if len(opts.Modules) > 0 {
@@ -387,11 +401,18 @@ func fail(ctx context.Context, err error) error {
 	return classify(err)
 }
 
-// resolve is require's host function: it answers the function of the
-// module name (see moduleHead), an error message, or undefined when no
-// module has the name. It runs inside the JavaScript of a require call,
+// resolve answers what require (bootstrap.js) loads as the module name:
+// the index in setupFiles of the file that defines url or crypto, the
+// function of the module (see moduleHead), or an error message, also when
+// no module has the name. It runs inside the JavaScript of a require call,
 // whose deadline its own evaluation shares.
 func (b *Box) resolve(name string) quickjs.Value {
+	switch name {
+	case "url", "node:url":
+		return b.vm.NewInt(setupURL)
+	case "crypto", "node:crypto":
+		return b.vm.NewInt(setupCrypto)
+	}
 	p := b.programs[name]
 	if p == nil {
 		if src, ok := b.sources[name]; ok {
@@ -409,7 +430,7 @@ func (b *Box) resolve(name string) quickjs.Value {
 	}
 	if p == nil {
 		if name != "zod" {
-			return quickjs.UndefinedValue
+			return b.errorValue(fmt.Sprintf("Cannot find module '%s': functions may require only the modules the host provides", name))
 		}
 		var err error
 		if p, err = zodProgram(); err != nil {

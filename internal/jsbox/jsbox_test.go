@@ -90,7 +90,7 @@ func TestSandbox(t *testing.T) {
 	}
 	// The host functions of the setup are out of reach; Nango's runner has
 	// no setInterval or setImmediate.
-	if v, err := b.Eval(`['__jsbox_internal', '__jsbox_console', '__jsbox_resolve', '__jsbox_timer', '__jsbox_hash', '__jsbox_random', '__jsbox_uuid', '__jsbox_equal', '__jsbox_func_hostFn', 'setInterval', 'setImmediate', 'crypto']
+	if v, err := b.Eval(`['__jsbox_internal', '__jsbox_host', '__jsbox_console', '__jsbox_resolve', '__jsbox_timer', '__jsbox_hash', '__jsbox_random', '__jsbox_uuid', '__jsbox_equal', '__jsbox_func_hostFn', 'setInterval', 'setImmediate', 'crypto']
 		.filter((n) => typeof globalThis[n] !== 'undefined').join()`); err != nil || v != "" {
 		t.Errorf("globals that should not be there: %v, %v", v, err)
 	}

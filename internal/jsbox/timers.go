@@ -87,6 +87,9 @@ func (ts *timers) op(args []any) (any, error) {
 		if len(ts.byID) >= maxTimers {
 			return nil, errTooManyTimers
 		}
+		if ts.byID == nil {
+			ts.byID = map[int]*timer{}
+		}
 		ts.last++
 		t := &timer{id: ts.last, after: time.Duration(n * float64(time.Millisecond)), ref: true}
 		t.due = ts.now.Add(t.after)
