@@ -119,8 +119,8 @@ func BenchmarkZod(b *testing.B) {
 // one run (the machine's load moves both alike). It reports vm-ns/op and
 // box-ns/op, the medians over the blocks (a block that a burst of load
 // slowed does not move them), ratio (box / vm), and mean-ratio, the ratio
-// of the means; and prints them. Sub-benchmarks time each alone, and Close
-// alone.
+// of the means; and prints them. Sub-benchmarks time each alone, and the
+// Close of each alone.
 func BenchmarkNew(b *testing.B) {
 	vm := func(b *testing.B) {
 		m, err := quickjs.NewVM()
@@ -155,6 +155,18 @@ func BenchmarkNew(b *testing.B) {
 			}
 			b.StartTimer()
 			x.Close()
+			b.StopTimer()
+		}
+	})
+	b.Run("vm-close", func(b *testing.B) {
+		b.StopTimer()
+		for range b.N {
+			m, err := quickjs.NewVM()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			m.Close()
 			b.StopTimer()
 		}
 	})

@@ -71,9 +71,10 @@
 // bootstrap.js, compiled once per process: it hardens code generation,
 // takes the built-ins the other setup files need, and installs the
 // globals, each a few lines that load the rest when first used. New and
-// Close cost about 1.5 times quickjs.NewVM and Close (BenchmarkNew: 205
-// against 137 µs on a loaded two-core machine; before the rest was lazy,
-// 5.5 times). What code first uses adds (BenchmarkFirstUse): Buffer about
+// Close cost about 1.5 times quickjs.NewVM and Close (BenchmarkNew: 202
+// against 139 µs on a loaded two-core machine; 822 µs, 5.8 times, when
+// every Box ran all the setup files). What code first uses adds
+// (BenchmarkFirstUse): Buffer about
 // 110 µs, URL 420 µs, crypto 170 µs (Buffer included), a timer 50 µs,
 // console 20 µs. The setup files load from what bootstrap.js took before
 // any other code ran, and what runs while they load calls no method code
