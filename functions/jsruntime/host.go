@@ -74,14 +74,10 @@ func (h *host) ref(n int) error {
 // errMaxRefs bounds the errors a run may keep (a loop catching failures).
 const maxRefs = 10000
 
-// call is __connect_host: op and its arguments as JSON in, {"v": value}
-// or {"e": error} as JSON out.
-func (h *host) call(args []any) (any, error) {
-	if len(args) != 2 {
-		return nil, errors.New("__connect_host: want an operation and its arguments")
-	}
-	op, _ := args[0].(string)
-	raw, _ := args[1].(string)
+// call is __connect_host: the operation's name, a newline and its
+// arguments as JSON in; {"v": value} or {"e": error} as JSON out.
+func (h *host) call(arg string) string {
+	op, raw, _ := strings.Cut(arg, "\n")
 	v, err := h.do(op, []byte(raw))
 	var b []byte
 	if err != nil {
@@ -90,9 +86,9 @@ func (h *host) call(args []any) (any, error) {
 		b, err = json.Marshal(map[string]any{"v": v})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: encode the answer: %w", op, err)
+		b, _ = json.Marshal(map[string]any{"e": map[string]any{"kind": "error", "message": op + ": the answer cannot be encoded: " + err.Error()}})
 	}
-	return json.RawMessage(b), nil
+	return string(b)
 }
 
 // errorValue is how an operation's error reaches JavaScript.

@@ -322,7 +322,7 @@ func (r *Runtime) exec(ctx context.Context, p *program, f *functions.Function, c
 		return nil, err
 	}
 	defer box.Close()
-	if err := box.Func("__connect_host", h.call); err != nil {
+	if err := box.FuncRaw("__connect_host", h.call); err != nil {
 		return nil, err
 	}
 	spec := runSpec{Module: p.prog.Name(), Mode: mode, Input: input, Props: props(f, c, sc, mode)}

@@ -71,7 +71,7 @@
 	};
 
 	const call = (op, args, config) => {
-		const r = host(op, JSON.stringify(args === undefined ? null : args));
+		const r = JSON.parse(host(op + '\n' + JSON.stringify(args === undefined ? null : args)));
 		if (r.e) throw toError(r.e, config);
 		return r.v;
 	};

@@ -147,12 +147,18 @@
 	// forHost is what the host calls: forHost(0, id) runs a timer's
 	// callback; forHost(1, name, index) installs a host function the host
 	// adds after setup (Box.Func: its arguments cross as one JSON array and
-	// its answer as a JSON envelope); forHost(2, v) answers v when it is a
-	// promise, else undefined.
+	// its answer as a JSON envelope); forHost(3, name, index) replaces it
+	// by one that crosses with strings (Box.FuncRaw); forHost(2, v) answers
+	// v when it is a promise, else undefined.
 	return (op, a, b) => {
 		if (op === 2) return a instanceof IPromise ? a : undefined;
 		if (op === 0) return loaded[3].fire(a);
 		const index = b;
+		if (op === 3) { // FuncRaw: a string in, the host's string out
+			const raw = { [a](arg) { return host(8, index, typeof arg === 'string' ? arg : '' + arg); } }[a];
+			defineProperty(global, a, { __proto__: null, value: raw, writable: false, enumerable: false, configurable: true });
+			return;
+		}
 		const fn = { [a](...args) {
 			const r = parseJSON(host(8, index, stringify(args))); // hostFunc
 			if (r[0] === 0) return r[1];

@@ -52,6 +52,29 @@ func (b *Box) Func(name string, fn func(args []any) (any, error)) error {
 	return nil
 }
 
+// FuncRaw installs fn as the global function name, as Func does, for a
+// host that crosses with strings of its own: JavaScript calls it with one
+// string (any other argument is converted to one), and gets fn's answer,
+// a string, as it is. Nothing is encoded on the way: the host and its
+// JavaScript agree on the format (a host's own JSON, say), and fn cannot
+// throw; it answers an error in its format.
+func (b *Box) FuncRaw(name string, fn func(arg string) string) error {
+	if fn == nil {
+		return fmt.Errorf("jsbox: FuncRaw %q: fn is nil", name)
+	}
+	if err := b.Func(name, nil); err != nil {
+		return err
+	}
+	if b.raws == nil {
+		b.raws = map[int]func(string) string{}
+	}
+	b.raws[len(b.funcs)-1] = fn
+	if _, err := b.forHost.Call(quickjs.UndefinedValue, 3, name, len(b.funcs)-1); err != nil {
+		return fmt.Errorf("jsbox: FuncRaw %q: %w", name, classify(err))
+	}
+	return nil
+}
+
 // callFunc calls fn, a function of Func, with the arguments args holds as
 // a JSON array, and answers the envelope of its answer.
 func (b *Box) callFunc(fn func(args []any) (any, error), args string) string {

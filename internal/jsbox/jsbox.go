@@ -86,6 +86,7 @@ type Box struct {
 	programs map[string]*Program
 	sources  map[string]string
 	funcs    []func(args []any) (any, error)
+	raws     map[int]func(arg string) string // FuncRaw's, by their index in funcs
 	names    map[string]bool // of funcs
 	closed   bool
 }
@@ -327,6 +328,9 @@ func (b *Box) host(op int, args ...any) quickjs.Value {
 			i, ok := number(args[0])
 			s, _ := args[1].(string)
 			if ok && i >= 0 && int(i) < len(b.funcs) {
+				if raw := b.raws[int(i)]; raw != nil {
+					return b.value(raw(s), nil)
+				}
 				return b.value(b.callFunc(b.funcs[int(i)], s), nil)
 			}
 		}
