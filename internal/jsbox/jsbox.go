@@ -87,7 +87,7 @@ type Box struct {
 	sources  map[string]string
 	funcs    []func(args []any) (any, error)
 	raws     map[int]func(arg string) string // FuncRaw's, by their index in funcs
-	names    map[string]bool // of funcs
+	names    map[string]bool                 // of funcs
 	closed   bool
 }
 
