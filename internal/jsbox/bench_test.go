@@ -253,3 +253,121 @@ func BenchmarkFirstUse(b *testing.B) {
 		})
 	}
 }
+
+// noopCLI is a no-op action as the nango CLI compiles it from
+// createAction (jsNoopCLI in the module's functions_javascript_bench_test.go):
+// zod required, and its input and output schemas built, at the module's top
+// level; noopHand is the same action written by hand, without zod.
+const (
+	noopCLI = `"use strict";
+var __create = Object.create;
+var __defProp = Object.defineProperty;
+var __getOwnPropDesc = Object.getOwnPropertyDescriptor;
+var __getOwnPropNames = Object.getOwnPropertyNames;
+var __getProtoOf = Object.getPrototypeOf;
+var __hasOwnProp = Object.prototype.hasOwnProperty;
+var __export = (target, all) => {
+  for (var name in all)
+    __defProp(target, name, { get: all[name], enumerable: true });
+};
+var __copyProps = (to, from, except, desc) => {
+  if (from && typeof from === "object" || typeof from === "function") {
+    for (let key of __getOwnPropNames(from))
+      if (!__hasOwnProp.call(to, key) && key !== except)
+        __defProp(to, key, { get: () => from[key], enumerable: !(desc = __getOwnPropDesc(from, key)) || desc.enumerable });
+  }
+  return to;
+};
+var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__getProtoOf(mod)) : {}, __copyProps(
+  isNodeMode || !mod || !mod.__esModule ? __defProp(target, "default", { value: mod, enumerable: true }) : target,
+  mod
+));
+var __toCommonJS = (mod) => __copyProps(__defProp({}, "__esModule", { value: true }), mod);
+var noop_exports = {};
+__export(noop_exports, { default: () => noop_default });
+module.exports = __toCommonJS(noop_exports);
+var z = __toESM(require("zod"), 1);
+var action = {
+  type: "action",
+  description: "Does nothing",
+  version: "1.0.0",
+  input: z.object({}),
+  output: z.object({ ok: z.boolean() }),
+  exec: async (nango, input) => {
+    return { ok: true };
+  }
+};
+var noop_default = action;
+`
+	noopHand = `"use strict";
+var noop_exports = {};
+module.exports = noop_exports;
+module.exports.default = { type: 'action', description: 'does nothing', exec: async (nango, input) => ({ ok: true }) };
+`
+)
+
+// BenchmarkCLINoop: what a run of a no-op action costs, a fresh Box, the
+// action's module (compiled once) loaded, its exec called, Close: as the
+// nango CLI compiles it (zod required and its schemas built, never used)
+// against the same action written by hand. Both are interleaved in blocks
+// of 10 in one run; it reports hand-ns/op and cli-ns/op, the medians over
+// the blocks, and ratio (cli / hand), and prints them. Sub-benchmarks time
+// each alone.
+func BenchmarkCLINoop(b *testing.B) {
+	run := func(src string) func(*testing.B) {
+		p, err := jsbox.Compile("noop.cjs", src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(b *testing.B) {
+			box, err := jsbox.New(jsbox.Options{Programs: []*jsbox.Program{p}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			v, err := box.Eval(`require('noop.cjs').default.exec(null, {}).then((v) => v.ok)`)
+			if err != nil || v != true {
+				b.Fatal(v, err)
+			}
+			box.Close()
+		}
+	}
+	hand, cli := run(noopHand), run(noopCLI)
+	cli(b) // compiles zod once, before any timing
+	b.Run("hand", func(b *testing.B) {
+		for b.Loop() {
+			hand(b)
+		}
+	})
+	b.Run("cli", func(b *testing.B) {
+		for b.Loop() {
+			cli(b)
+		}
+	})
+	b.Run("ratio", func(b *testing.B) {
+		const block = 10
+		var blocks [2][]float64 // ns per op of each block
+		for start := 0; start < b.N; start += block {
+			end := min(start+block, b.N)
+			for k, op := range []func(*testing.B){hand, cli} {
+				t := time.Now()
+				for range end - start {
+					op(b)
+				}
+				blocks[k] = append(blocks[k], float64(time.Since(t).Nanoseconds())/float64(end-start))
+			}
+		}
+		b.StopTimer()
+		median := func(x []float64) float64 {
+			slices.Sort(x)
+			return x[len(x)/2]
+		}
+		h, c := median(blocks[0]), median(blocks[1])
+		b.ReportMetric(h, "hand-ns/op")
+		b.ReportMetric(c, "cli-ns/op")
+		b.ReportMetric(c/h, "ratio")
+		if b.N >= block {
+			fmt.Printf("no-op action, fresh Box: by hand %.0f µs/op, as the CLI compiles it %.0f µs/op (medians of blocks of %d), ratio %.2f (N=%d)\n",
+				h/1e3, c/1e3, block, c/h, b.N)
+		}
+	})
+}

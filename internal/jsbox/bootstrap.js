@@ -25,7 +25,9 @@
 	'use strict';
 	const global = globalThis;
 	const { defineProperty, getOwnPropertyDescriptor, getPrototypeOf, setPrototypeOf, freeze, keys } = Object;
-	const { apply, ownKeys } = Reflect;
+	const { apply, ownKeys, get: reflectGet, set: reflectSet, has: reflectHas, defineProperty: reflectDefineProperty,
+		deleteProperty: reflectDeleteProperty, setPrototypeOf: reflectSetPrototypeOf, isExtensible, preventExtensions } = Reflect;
+	const { get: weakMapGet, set: weakMapSet } = WeakMap.prototype;
 	const { parse: parseJSON, stringify } = JSON;
 	const { isArray, from: arrayFrom } = Array;
 	const { fromCharCode, fromCodePoint } = String;
@@ -35,7 +37,8 @@
 	// array costs less than an object to make in each Box.
 	const intrinsics = [defineProperty, getOwnPropertyDescriptor, setPrototypeOf, freeze, apply, ownKeys, isArray, arrayFrom, fromCharCode,
 		fromCodePoint, isView, stringify, Array, String, Number, Symbol, Error, TypeError, RangeError, Uint8Array, Int16Array, ArrayBuffer,
-		parseInt];
+		parseInt, getPrototypeOf, reflectGet, reflectSet, reflectHas, reflectDefineProperty, reflectDeleteProperty, reflectSetPrototypeOf,
+		isExtensible, preventExtensions, Proxy, WeakMap, weakMapGet, weakMapSet];
 	const IError = Error, ITypeError = TypeError, IPromise = Promise;
 
 	// The host function (Box.host in jsbox.go): host(op, ...args), its
@@ -72,16 +75,16 @@
 	defineProperty(global, 'console', d);
 
 	// The setup files loaded when first used: buffer.js (0), url.js (1),
-	// crypto.js (2), timers.js (3), globals.js (4). Each is a function of
-	// the intrinsics (and what else it needs) that answers what it defines,
-	// run once.
-	const loaded = [undefined, undefined, undefined, undefined, undefined];
+	// crypto.js (2), timers.js (3), globals.js (4), and zodfacade.js (5).
+	// Each is a function of the intrinsics (and what else it needs) that
+	// answers what it defines, run once.
+	const loaded = [undefined, undefined, undefined, undefined, undefined, undefined];
 	const load = (file) => {
 		let x = loaded[file];
 		if (x === undefined) {
 			const fn = host(3, file); // hostLoad
 			if (typeof fn !== 'function') throw new IError(fn);
-			x = file === 2 ? fn(intrinsics, load(0).Buffer, setTimeout, host) : file === 3 ? fn(intrinsics, host) :
+			x = file === 2 ? fn(intrinsics, load(0).Buffer, setTimeout, host) : file === 3 || file === 5 ? fn(intrinsics, host) :
 				file === 4 ? fn(intrinsics, global, names, gets) : fn(intrinsics);
 			loaded[file] = x;
 		}
@@ -108,8 +111,9 @@
 		if (typeof id !== 'string') throw new ITypeError('The "id" argument must be of type string. Received ' + (id === null ? 'null' : typeof id));
 		if (id in cache) return cache[id].exports;
 		// The host answers the setup file of url and crypto (and their
-		// node: names), the function of a module it has (its Programs and
-		// Modules, then zod), or why it has none. Each runs once.
+		// node: names) and of the facade of zod, the function of a module
+		// it has (its Programs and Modules), or why it has none. Each runs
+		// once.
 		const fn = host(2, id); // hostResolve
 		if (typeof fn === 'number') {
 			const exports = load(fn).module;

@@ -89,6 +89,9 @@ type Box struct {
 	raws     map[int]func(arg string) string // FuncRaw's, by their index in funcs
 	names    map[string]bool                 // of funcs
 	closed   bool
+	// zodLoads counts the times zod's module was read into the Box (once
+	// at most, when code first uses a schema).
+	zodLoads int
 }
 
 // Setup files, compiled once for all Boxes: bootstrap.js runs first in
@@ -145,23 +148,12 @@ var (
 			return nil, fmt.Errorf("jsbox/bootstrap.js: %w", err)
 		}
 		out := [][]byte{bc}
-		names, err := intrinsicNames()
-		if err != nil {
-			return nil, err
-		}
 		for _, f := range setupFiles {
-			// The head is on the file's first line: its line numbers are
-			// the file's.
-			var head strings.Builder
-			fmt.Fprintf(&head, "(function (%s) { 'use strict'; const ", f.params)
-			for i, n := range names {
-				if i > 0 {
-					head.WriteString(", ")
-				}
-				fmt.Fprintf(&head, "%s = intrinsics[%d]", n, i)
+			head, err := setupHead(f.params)
+			if err != nil {
+				return nil, err
 			}
-			head.WriteString("; ")
-			bc, err := compileNamed(vm, f.name, head.String()+f.src+"\n})", stripSource)
+			bc, err := compileNamed(vm, f.name, head+f.src+"\n})", stripSource)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f.name, err)
 			}
@@ -171,13 +163,36 @@ var (
 	})
 )
 
-// Indexes in setupFiles.
+// setupHead is what goes before the source of a setup file: the head of
+// the function of params whose body it is, which names the intrinsics as
+// bootstrap.js does. It is on the file's first line, so that the file's
+// line numbers are its own.
+func setupHead(params string) (string, error) {
+	names, err := intrinsicNames()
+	if err != nil {
+		return "", err
+	}
+	var head strings.Builder
+	fmt.Fprintf(&head, "(function (%s) { 'use strict'; const ", params)
+	for i, n := range names {
+		if i > 0 {
+			head.WriteString(", ")
+		}
+		fmt.Fprintf(&head, "%s = intrinsics[%d]", n, i)
+	}
+	head.WriteString("; ")
+	return head.String(), nil
+}
+
+// Indexes in setupFiles, and setupZod, the facade of zod, which is not
+// among them (zodFacade).
 const (
 	setupBuffer = iota
 	setupURL
 	setupCrypto
 	setupTimers
 	setupGlobals
+	setupZod
 )
 
 // intrinsicNames are the names of the intrinsics bootstrap.js takes for
@@ -214,6 +229,7 @@ const (
 	hostUUID
 	hostEqual
 	hostFunc // the index of a Func, its arguments as JSON
+	hostZod  // the function of zod's module, for the facade of zod
 )
 
 // New returns a Box with its limits set and its globals hardened.
@@ -307,14 +323,24 @@ func (b *Box) host(op int, args ...any) quickjs.Value {
 	case hostLoad:
 		files, err := setup()
 		i, ok := args0Int(args)
+		if ok && i == setupZod {
+			bc, err := zodFacade()
+			if err != nil {
+				return b.errorValue(fmt.Sprintf("jsbox/zodfacade.js: %v", err))
+			}
+			return b.evalValue(bc, "jsbox/zodfacade.js")
+		}
 		if err != nil || !ok || i < 0 || i >= len(setupFiles) {
 			return b.errorValue("jsbox: no such setup file")
 		}
-		v, err := b.vm.EvalBytecodeValue(files[1+i])
+		return b.evalValue(files[1+i], setupFiles[i].name)
+	case hostZod:
+		p, err := zodProgram()
 		if err != nil {
-			return b.errorValue(fmt.Sprintf("%s: %v", setupFiles[i].name, err))
+			return b.errorValue(fmt.Sprintf("Cannot load module 'zod': %v", err))
 		}
-		return v
+		b.zodLoads++
+		return b.evalValue(p.bytecode, "zod")
 	case hostHash:
 		return b.value(hostHashOp(args))
 	case hostRandom:
@@ -406,10 +432,11 @@ func fail(ctx context.Context, err error) error {
 }
 
 // resolve answers what require (bootstrap.js) loads as the module name:
-// the index in setupFiles of the file that defines url or crypto, the
-// function of the module (see moduleHead), or an error message, also when
-// no module has the name. It runs inside the JavaScript of a require call,
-// whose deadline its own evaluation shares.
+// the index in setupFiles of the file that defines url or crypto (or
+// setupZod, the facade of zod), the function of the module (see
+// moduleHead), or an error message, also when no module has the name. It
+// runs inside the JavaScript of a require call, whose deadline its own
+// evaluation shares.
 func (b *Box) resolve(name string) quickjs.Value {
 	switch name {
 	case "url", "node:url":
@@ -436,14 +463,30 @@ func (b *Box) resolve(name string) quickjs.Value {
 		if name != "zod" {
 			return b.errorValue(fmt.Sprintf("Cannot find module '%s': functions may require only the modules the host provides", name))
 		}
+		// The facade, which loads zod when first used; zod itself if the
+		// facade cannot be made.
+		if _, err := zodFacade(); err == nil {
+			return b.vm.NewInt(setupZod)
+		}
 		var err error
 		if p, err = zodProgram(); err != nil {
 			return b.errorValue(fmt.Sprintf("Cannot load module 'zod': %v", err))
 		}
+		b.zodLoads++
 	}
 	v, err := b.vm.EvalBytecodeValue(p.bytecode)
 	if err != nil {
 		return b.errorValue(fmt.Sprintf("Cannot load module '%s': %v", name, err))
+	}
+	return v
+}
+
+// evalValue runs bytecode, that of name, for its value, or the message of its
+// error.
+func (b *Box) evalValue(bytecode []byte, name string) quickjs.Value {
+	v, err := b.vm.EvalBytecodeValue(bytecode)
+	if err != nil {
+		return b.errorValue(fmt.Sprintf("%s: %v", name, err))
 	}
 	return v
 }
