@@ -78,7 +78,14 @@ var noop_default = action;
 // deployBenchJS deploys code as the JavaScript function name of gh.
 func deployBenchJS(b *testing.B, ab *actionBench, kind functions.Kind, name, code string, def functions.Definition) {
 	b.Helper()
-	f := &functions.Function{EnvironmentID: ab.envID, Integration: "gh", Kind: kind, Name: name, Runtime: jsruntime.Name,
+	deployBenchJSTo(b, ab, "gh", kind, name, code, def)
+}
+
+// deployBenchJSTo deploys code as the JavaScript function name of an
+// integration.
+func deployBenchJSTo(b *testing.B, ab *actionBench, integration string, kind functions.Kind, name, code string, def functions.Definition) {
+	b.Helper()
+	f := &functions.Function{EnvironmentID: ab.envID, Integration: integration, Kind: kind, Name: name, Runtime: jsruntime.Name,
 		Source: "repo", Code: []byte(code), Definition: def}
 	if err := ab.svc.Functions().Deploy(context.Background(), f); err != nil {
 		b.Fatal(err)
@@ -212,7 +219,7 @@ func BenchmarkJSRunMemory(b *testing.B) {
 		c.Egress = egress.Policy{AllowLoopback: true}
 	})
 	api.integration(b, ab)
-	deployBenchJS(b, ab, functions.KindAction, "wait", `module.exports.default = { type: 'action', exec: async (nango) => {
+	deployBenchJSTo(b, ab, "api", functions.KindAction, "wait", `module.exports.default = { type: 'action', exec: async (nango) => {
 		const items = []; for (let i = 0; i < 1000; i++) items.push({ id: 'i' + i, title: 'item ' + i });
 		const r = await nango.get({ endpoint: '/wait' }); return { ok: r.data.ok, n: items.length }; } };`, functions.Definition{})
 	wait := ab.actionOf("api", "wait")
@@ -228,7 +235,11 @@ func BenchmarkJSRunMemory(b *testing.B) {
 		for i := range runs {
 			wg.Go(func() { wait(i) })
 		}
-		<-done
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute): // a call failed: its error is reported
+			b.Fatal("the runs never were all in their provider call at once")
+		}
 		during := rss(b)
 		wg.Wait()
 		perRun = append(perRun, float64(during-before)/runs)
