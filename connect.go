@@ -24,6 +24,7 @@ import (
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/internal/secret"
 	"github.com/embedauth/connect/jobs"
+	"github.com/embedauth/connect/mcp"
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/proxy"
 	"github.com/embedauth/connect/ratelimit"
@@ -460,6 +461,7 @@ type Service struct {
 	proxyCache   *cache.Cache[proxyKey, proxy.Packed]
 
 	functions *functions.Service
+	mcp       *mcp.Server
 
 	scheduler jobs.Scheduler
 	notifier  webhooks.Notifier
@@ -730,6 +732,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
+	s.mcp = mcp.New(mcp.Config{Actions: s.functions, API: s.toolAPI(), Logger: s.logger})
 	return s, nil
 }
 
@@ -1037,6 +1040,29 @@ func (s *Service) APIHandler() http.Handler {
 	return s.edge(s.sessions.Bearer(mux))
 }
 
+// MCPHandler serves the two MCP servers (streamable HTTP, stateless),
+// which Handler and APIHandler serve too:
+//
+//   - POST /mcp, with scope environment:mcp and the headers connection-id
+//     and provider-config-key: the connection's enabled actions as tools,
+//     run as POST /action/trigger runs them, as Nango's MCP server serves
+//     them;
+//   - POST /mcp/manage: the service itself as tools (integrations, connect
+//     sessions, connections, the proxy, syncs, records, the operations log
+//     and webhook deliveries), each needing the scope of the API route it
+//     calls; tools/list lists those the key may call.
+//
+// GET and DELETE answer 405: neither keeps sessions or an event stream.
+// See package mcp.
+func (s *Service) MCPHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.mcp.Routes(s.router(mux, s.limiter))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
+	}))
+	return s.edge(mux)
+}
+
 // ConnectHandler serves the pre-built connect UI (GET /connect/ and its
 // assets under /connect/ui/, see package connectui) and the routes a
 // browser calls with a connect session token and no API key, with CORS
@@ -1152,22 +1178,48 @@ func (s *Service) incomingHandler() http.Handler {
 }
 
 func (s *Service) registerAPI(mux *http.ServeMux) {
-	rt := &httpapi.Router{
+	rt := s.router(mux, s.limiter)
+	s.registerRoutes(rt)
+	s.mcp.Routes(rt)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
+	}))
+}
+
+// router is the Router of the API-key routes, rate-limited by limiter
+// (nil: not limited).
+func (s *Service) router(mux *http.ServeMux, limiter ratelimit.Limiter) *httpapi.Router {
+	return &httpapi.Router{
 		Mux:          mux,
 		Authenticate: s.authenticate,
-		Limiter:      s.limiter,
+		Limiter:      limiter,
 		Logger:       s.logger,
 		MaxBody:      s.cfg.MaxRequestBody,
 	}
+}
+
+// registerRoutes registers the JSON API of the feature packages.
+func (s *Service) registerRoutes(rt *httpapi.Router) {
 	s.integrations.Routes(rt, s.cfg.PublicURL)
 	s.connections.Routes(rt)
 	s.sessions.Routes(rt)
 	s.environments.Routes(rt)
 	s.outbox.Routes(rt)
 	s.functions.Routes(rt)
+}
+
+// toolAPI is the JSON API and the proxy as the management MCP tools call
+// them, in process with the caller's key: not rate-limited again (the
+// MCP request counted) and without the MCP routes.
+func (s *Service) toolAPI() http.Handler {
+	mux := http.NewServeMux()
+	rt := s.router(mux, nil)
+	s.registerRoutes(rt)
+	s.proxyRoutes(rt)
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, s.logger, httpapi.StyleStandard, notFoundRoute(r))
 	}))
+	return s.edge(mux)
 }
 
 // authenticate resolves the API key of an API request. A connect session

@@ -55,7 +55,12 @@ func (s *Service) ProxyHandler() http.Handler {
 }
 
 func (s *Service) registerProxy(mux *http.ServeMux) {
-	rt := &httpapi.Router{Mux: mux, Authenticate: s.authenticate, Limiter: s.limiter, Logger: s.logger}
+	s.proxyRoutes(&httpapi.Router{Mux: mux, Authenticate: s.authenticate, Limiter: s.limiter, Logger: s.logger})
+}
+
+// proxyRoutes registers the proxy's routes on rt.
+func (s *Service) proxyRoutes(rt *httpapi.Router) {
+	mux := rt.Mux
 	for _, m := range proxy.Methods() {
 		rt.Handle(httpapi.Route{
 			Pattern: m + " /proxy/{endpoint...}",

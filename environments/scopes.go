@@ -48,6 +48,16 @@ const (
 	// them.
 	ScopeWebhooksRead  = "environment:webhooks:read"
 	ScopeWebhooksWrite = "environment:webhooks:write"
+
+	// ScopeLogsRead lists and reads the operations log
+	// (/logs/operations...).
+	ScopeLogsRead = "environment:logs:read"
+
+	// ScopeMCP serves a connection's actions as MCP tools (POST /mcp):
+	// Nango's scope of that route. The management MCP server (/mcp/manage)
+	// needs no scope of its own: each of its tools needs the scope of the
+	// API route it calls.
+	ScopeMCP = "environment:mcp"
 )
 
 // AllScopes lists every scope but ScopeAll, in documentation order.
@@ -62,6 +72,7 @@ func AllScopes() []string {
 		ScopeWebhooksRead, ScopeWebhooksWrite,
 		ScopeFunctionsRead, ScopeFunctionsWrite, ScopeEnvironmentDeploy, ScopeSyncsRead, ScopeSyncsWrite,
 		ScopeRecordsRead, ScopeRecordsWrite,
+		ScopeLogsRead, ScopeMCP,
 	}
 }
 

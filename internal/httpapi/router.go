@@ -57,6 +57,11 @@ type Route struct {
 	Pattern string
 	// Scope is the scope the API key must hold.
 	Scope string
+	// AnyScope admits every authenticated key, whatever its scopes, for
+	// a route whose handler checks a scope per operation (Scope is then
+	// ignored). A route without Scope and without AnyScope admits only
+	// ScopeAll.
+	AnyScope bool
 	// Style is the error body shape.
 	Style Style
 	// RawBody: the handler reads the body as it is (any Content-Type, no
@@ -97,7 +102,7 @@ func (rt *Router) serve(w http.ResponseWriter, r *http.Request, route Route) err
 				"Rate limit exceeded; retry after %d seconds.", secs)}
 		}
 	}
-	if !p.Allows(route.Scope) {
+	if !route.AnyScope && !p.Allows(route.Scope) {
 		return store.Errorf(store.ErrForbidden, "forbidden", "The API key lacks the scope %s.", route.Scope)
 	}
 	if route.RawBody {
