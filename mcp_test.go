@@ -340,3 +340,140 @@ func TestMCPRefusals(t *testing.T) {
 		}
 	})
 }
+
+// callJSON calls a tool and decodes its text as JSON.
+func callJSON(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (map[string]any, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(toolText(t, res)), &out); err != nil {
+		t.Fatalf("%s answered %q: %v", name, toolText(t, res), err)
+	}
+	return out, res.IsError
+}
+
+func TestMCPManageTools(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setupFunctions(t, b, func(svc *connect.Service) { registerMCPActions(t, svc) })
+		ctx := context.Background()
+		cs := mcpSession(t, bu.bundle, "/mcp/manage", bu.key, nil)
+
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		tools := map[string]*sdk.Tool{}
+		for _, tl := range lt.Tools {
+			names = append(names, tl.Name)
+			tools[tl.Name] = tl
+		}
+		want := []string{"integrations_list", "integrations_get", "integrations_create", "integrations_update", "integrations_delete",
+			"connect_session_create", "connections_list", "connections_get", "proxy_request", "functions_list", "syncs_status",
+			"syncs_trigger", "records_list", "logs_list_operations", "logs_get_operation", "webhooks_list_deliveries"}
+		if !slices.Equal(names, want) {
+			t.Fatalf("tools = %v, want %v", names, want)
+		}
+		if a := tools["integrations_list"].Annotations; a == nil || !a.ReadOnlyHint || *a.DestructiveHint {
+			t.Errorf("integrations_list's annotations = %+v", a)
+		}
+		if a := tools["integrations_delete"].Annotations; a == nil || a.ReadOnlyHint || !*a.DestructiveHint {
+			t.Errorf("integrations_delete's annotations = %+v", a)
+		}
+
+		// Tools answer what the API answers.
+		out, isErr := callJSON(t, cs, "integrations_list", nil)
+		if isErr || !strings.Contains(fmt.Sprint(out["data"]), "unique_key:fx") {
+			t.Errorf("integrations_list = %v", out)
+		}
+		out, isErr = callJSON(t, cs, "connect_session_create", map[string]any{"end_user": map[string]any{"id": "u1"}})
+		if data, _ := out["data"].(map[string]any); isErr || !strings.Contains(fmt.Sprint(data["connect_link"]), "/connect") {
+			t.Errorf("connect_session_create = %v", out)
+		}
+		out, isErr = callJSON(t, cs, "proxy_request", map[string]any{"method": "POST", "endpoint": "/issues/new", "connection_id": "c1",
+			"provider_config_key": "fx", "params": map[string]any{"state": "open"}, "headers": map[string]any{"X-Trace": "t1"},
+			"data": map[string]any{"title": "x"}})
+		if isErr || out["status"] != float64(200) || out["body"].(map[string]any)["path"] != "/issues/new" {
+			t.Errorf("proxy_request = %v", out)
+		}
+		reqs := bu.api.requests()
+		last := reqs[len(reqs)-1]
+		if last.Method != "POST" || last.URL.RawQuery != "state=open" || last.Header.Get("X-Api-Key") != "sk-1" ||
+			last.Header.Get("X-Trace") != "t1" || last.Header.Get("Authorization") != "" {
+			t.Errorf("the provider got %s %s with %v", last.Method, last.URL, last.Header)
+		}
+		// An answer past 1 MiB is cut, and says so.
+		bu.api.setHandle(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte(strings.Repeat("z", 3<<20)))
+		})
+		out, isErr = callJSON(t, cs, "proxy_request", map[string]any{"method": "GET", "endpoint": "big", "connection_id": "c1", "provider_config_key": "fx"})
+		if isErr || out["truncated"] != true || len(fmt.Sprint(out["body"])) != 1<<20 {
+			t.Errorf("a large answer: truncated=%v, %d bytes", out["truncated"], len(fmt.Sprint(out["body"])))
+		}
+		bu.api.setHandle(nil)
+
+		// The API's refusals are isError results with its error body;
+		// arguments that break the schema never reach it.
+		for _, tc := range []struct {
+			name string
+			args map[string]any
+			code string
+		}{
+			{"integrations_get", map[string]any{"unique_key": "nope"}, "unknown_provider_config"},
+			{"integrations_get", map[string]any{}, "invalid_arguments"},
+			{"integrations_get", map[string]any{"unique_key": "fx", "extra": 1}, "invalid_arguments"},
+			{"integrations_get", map[string]any{"unique_key": 5}, "invalid_arguments"},
+			{"integrations_create", map[string]any{"provider": "no-such-provider", "unique_key": "x"}, ""},
+			{"connections_list", map[string]any{"limit": 0}, "invalid_arguments"},
+			{"proxy_request", map[string]any{"method": "TRACE", "endpoint": "/x", "connection_id": "c1", "provider_config_key": "fx"}, "invalid_arguments"},
+			{"logs_get_operation", map[string]any{"id": ""}, "invalid_arguments"},
+		} {
+			out, isErr := callJSON(t, cs, tc.name, tc.args)
+			e, _ := out["error"].(map[string]any)
+			if !isErr || e == nil || (tc.code != "" && e["code"] != tc.code) {
+				t.Errorf("%s(%v) = %v %v", tc.name, tc.args, isErr, out)
+			}
+		}
+		r := bu.mustDo(t, 200, req{method: "GET", path: "/integrations"})
+		if strings.Contains(string(r.raw), `"unique_key":"x"`) {
+			t.Error("a refused integrations_create stored an integration")
+		}
+
+		// A key sees and calls only the tools of its scopes; credentials
+		// only with read_credentials.
+		narrow, _, err := bu.svc.Environments().CreateAPIKey(ctx, bu.env.ID, environments.NewAPIKey{Name: "narrow",
+			Scopes: []string{environments.ScopeIntegrationsRead, environments.ScopeConnectionsRead}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := mcpSession(t, bu.bundle, "/mcp/manage", narrow, nil)
+		lt, err = ns.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = names[:0]
+		for _, tl := range lt.Tools {
+			names = append(names, tl.Name)
+		}
+		if !slices.Equal(names, []string{"integrations_list", "integrations_get", "connections_list", "connections_get"}) {
+			t.Errorf("a narrow key lists %v", names)
+		}
+		if _, err := ns.CallTool(ctx, &sdk.CallToolParams{Name: "integrations_delete", Arguments: map[string]any{"unique_key": "fx"}}); err == nil ||
+			!strings.Contains(err.Error(), environments.ScopeIntegrationsWrite) {
+			t.Errorf("a narrow key deleting: %v", err)
+		}
+		bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx"})
+		out, isErr = callJSON(t, ns, "connections_get", map[string]any{"connection_id": "c1", "provider_config_key": "fx"})
+		if isErr || out["connection_id"] != "c1" || strings.Contains(fmt.Sprint(out), "sk-1") {
+			t.Errorf("connections_get with a narrow key = %v", out)
+		}
+		out, _ = callJSON(t, cs, "connections_get", map[string]any{"connection_id": "c1", "provider_config_key": "fx"})
+		if !strings.Contains(fmt.Sprint(out), "sk-1") {
+			t.Errorf("connections_get with environment:* has no credentials: %v", out)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,6 +30,35 @@ type Actions interface {
 // MCP server names it.
 type actionTools struct {
 	fns Actions
+	// wrapped remembers, per deployed function, whether its tool wraps
+	// its input (see actionSchema), so that a call does not read the
+	// schema again. A redeployment is another *Function; the map is
+	// emptied when it grows past maxWrapped.
+	mu      sync.Mutex
+	wrapped map[*functions.Function]bool
+}
+
+const maxWrapped = 4096
+
+// wraps reports whether fn's tool takes its input as {"input": value}.
+func (t *actionTools) wraps(fn *functions.Function) bool {
+	if fn.Definition.Input == "" {
+		return false
+	}
+	t.mu.Lock()
+	w, ok := t.wrapped[fn]
+	t.mu.Unlock()
+	if ok {
+		return w
+	}
+	_, w = actionSchema(&fn.Definition)
+	t.mu.Lock()
+	if t.wrapped == nil || len(t.wrapped) >= maxWrapped {
+		t.wrapped = map[*functions.Function]bool{}
+	}
+	t.wrapped[fn] = w
+	t.mu.Unlock()
+	return w
 }
 
 func (t *actionTools) admit(ctx context.Context, rq *request) error {
@@ -73,7 +103,7 @@ func (t *actionTools) call(ctx context.Context, rq *request, name string, args j
 	if err != nil {
 		return errorResult(err), nil
 	}
-	input, ierr := actionInput(&fn.Definition, args)
+	input, ierr := actionInput(&fn.Definition, t.wraps(fn), args)
 	if ierr != nil {
 		return failureResult(functions.Classify(ierr)), nil
 	}
@@ -92,7 +122,7 @@ func (t *actionTools) call(ctx context.Context, rq *request, name string, args j
 // the arguments themselves, or their "input" member when the tool wraps
 // an input that is not an object. An action with an input model gets {}
 // for no arguments, so that its required properties are checked.
-func actionInput(d *functions.Definition, args json.RawMessage) (json.RawMessage, *functions.InputError) {
+func actionInput(d *functions.Definition, wrapped bool, args json.RawMessage) (json.RawMessage, *functions.InputError) {
 	blank := len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null"
 	if d.Input == "" {
 		if blank || string(bytes.TrimSpace(args)) == "{}" {
@@ -100,7 +130,7 @@ func actionInput(d *functions.Definition, args json.RawMessage) (json.RawMessage
 		}
 		return args, nil
 	}
-	if _, wrapped := actionSchema(d); !wrapped {
+	if !wrapped {
 		if blank {
 			return json.RawMessage("{}"), nil
 		}

@@ -62,8 +62,21 @@ func (t *manageTools) call(ctx context.Context, rq *request, name string, args j
 	req.Header.Set("Authorization", rq.header.Get("Authorization"))
 	rec := newRecorder(at.maxResponse)
 	rec.overflowed = cancel // stop reading an answer past the bound
-	t.api.ServeHTTP(rec, req)
+	serveInProcess(t.api, rec, req)
 	return at.result(rec), nil
+}
+
+// serveInProcess serves req with h. A handler that stops a response
+// midway (the proxy, once the answer passed the bound and the request was
+// cancelled) panics with http.ErrAbortHandler, as net/http's server
+// expects; here the answer read so far stands.
+func serveInProcess(h http.Handler, w http.ResponseWriter, req *http.Request) {
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler { //nolint:errorlint // the sentinel is panicked as it is
+			panic(v)
+		}
+	}()
+	h.ServeHTTP(w, req)
 }
 
 // apiTool is a management tool: one route of the API.

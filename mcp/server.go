@@ -117,6 +117,9 @@ type toolset interface {
 type endpoint struct {
 	tools   toolset
 	handler http.Handler
+	// fast: a request that is one tools/call is answered without the
+	// SDK's transport (see fastCall).
+	fast bool
 }
 
 func newEndpoint(name string, tools toolset, logger *slog.Logger) *endpoint {
@@ -147,7 +150,7 @@ func newEndpoint(name string, tools toolset, logger *slog.Logger) *endpoint {
 			return next(ctx, method, req)
 		}
 	})
-	return &endpoint{tools: tools, handler: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
+	return &endpoint{tools: tools, fast: true, handler: sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{
 			Stateless:    true,
 			JSONResponse: true,
@@ -188,6 +191,9 @@ func (e *endpoint) serve(w http.ResponseWriter, r *http.Request, p *httpapi.Prin
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	if !json.Valid(body) {
 		writeRPCError(w, http.StatusBadRequest, codeParseError, "Parse error: the body is not JSON.")
+		return nil
+	}
+	if e.fast && e.fastCall(r.Context(), w, r, rq, body) {
 		return nil
 	}
 	jw := &jsonErrors{ResponseWriter: w}
