@@ -46,6 +46,8 @@ var apiKeyRoutes = []req{
 	{method: "POST", path: "/sync/deploy", body: `{"flowConfigs":[],"reconcile":false,"deployMode":"single"}`},
 	{method: "POST", path: "/functions/deployments/bundle/preview", body: `{"reconciliationScope":{"kind":"environment"},"functions":[]}`},
 	{method: "POST", path: "/functions/deployments/bundle", body: `{"reconciliationScope":{"kind":"integration","integrationId":"gh"},"functions":[]}`},
+	{method: "POST", path: "/mcp", header: map[string]string{"Connection-Id": "c1", "Provider-Config-Key": "gh", "Accept": "application/json, text/event-stream"},
+		body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"noop","arguments":{}}}`},
 }
 
 // TestAPIKeyWithoutScopes: authorization fails closed. A key created

@@ -467,6 +467,18 @@ func TestMCPManageTools(t *testing.T) {
 			t.Errorf("a narrow key deleting: %v", err)
 		}
 		bu.mustDo(t, 200, req{method: "GET", path: "/integrations/fx"})
+		// A key without scopes reaches the server and sees no tool.
+		none, _, err := bu.svc.Environments().CreateAPIKey(ctx, bu.env.ID, environments.NewAPIKey{Name: "none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zs := mcpSession(t, bu.bundle, "/mcp/manage", none, nil)
+		if lt, err := zs.ListTools(ctx, nil); err != nil || len(lt.Tools) != 0 {
+			t.Errorf("a key without scopes lists %v (%v)", lt, err)
+		}
+		if _, err := zs.CallTool(ctx, &sdk.CallToolParams{Name: "integrations_list"}); err == nil {
+			t.Error("a key without scopes called integrations_list")
+		}
 		out, isErr = callJSON(t, ns, "connections_get", map[string]any{"connection_id": "c1", "provider_config_key": "fx"})
 		if isErr || out["connection_id"] != "c1" || strings.Contains(fmt.Sprint(out), "sk-1") {
 			t.Errorf("connections_get with a narrow key = %v", out)

@@ -207,6 +207,9 @@ func (at *apiTool) request(ctx context.Context, values map[string]any) (*http.Re
 		if rest {
 			parts := strings.Split(strings.TrimPrefix(s, "/"), "/")
 			for i, p := range parts {
+				if p == "." || p == ".." {
+					return nil, fmt.Errorf("the argument %q must not hold the segments . or ..", name)
+				}
 				parts[i] = url.PathEscape(p)
 			}
 			seg = strings.Join(parts, "/")
