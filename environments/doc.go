@@ -24,6 +24,8 @@
 //	POST /action/trigger                            environment:actions:execute
 //	/proxy/...                                      environment:proxy
 //	GET  /environment-variables                     environment:environment_variables:read
+//	POST /mcp                                       environment:mcp
+//	POST /mcp/manage                                any key; each tool needs its route's scope
 //
 // A key of one environment never sees another environment's data: every
 // request is scoped to the environment its key belongs to.
