@@ -139,7 +139,9 @@ func newEndpoint(name string, tools toolset, logger *slog.Logger) *endpoint {
 				if err != nil {
 					return nil, rpcError(err)
 				}
-				return &sdk.ListToolsResult{Tools: ts}, nil
+				// The list is the caller's (its key, its connection),
+				// and changes with any deployment.
+				return &sdk.ListToolsResult{Tools: ts, Cacheable: sdk.Cacheable{CacheScope: "private"}}, nil
 			case "tools/call":
 				p, _ := req.GetParams().(*sdk.CallToolParamsRaw)
 				if p == nil {
