@@ -68,7 +68,7 @@ func (s *Service) Action(ctx context.Context, env int64, integration, name strin
 }
 
 // SetEnabled enables or disables a deployed function: a disabled action
-// is neither run nor listed as a tool, a disabled sync is not scheduled.
+// is neither run nor listed as a tool; a disabled function does not run.
 // ErrNotFound when no such function is deployed.
 func (s *Service) SetEnabled(ctx context.Context, env int64, integration string, kind Kind, name string, enabled bool) error {
 	if err := s.deploy(ctx, env, integration); err != nil {

@@ -181,7 +181,9 @@ func (e *endpoint) serve(w http.ResponseWriter, r *http.Request, p *httpapi.Prin
 		return httpapi.WithStatus(http.StatusNotAcceptable, store.Errorf(store.ErrInvalid, "not_acceptable",
 			"An MCP client must accept both application/json and text/event-stream."))
 	}
-	body, err := httpapi.ReadBody(r)
+	// The body is checked as every JSON body of the API is (UTF-8, no
+	// duplicate keys, no NUL, bounded nesting) before the SDK reads it.
+	body, err := httpapi.ReadJSON(r)
 	if err != nil {
 		return err
 	}
