@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -126,4 +128,38 @@ func TestFastCallMatchesSDK(t *testing.T) {
 			t.Errorf("%s:\nfast %s\nSDK  %s\n%s", tc.body, fb, sb, cmp.Diff(sj, fj))
 		}
 	}
+}
+
+// TestSDKLogsOnlyWarnings: the SDK's INFO records of each stateless
+// session do not reach the host's log.
+func TestSDKLogsOnlyWarnings(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	h := slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug})
+	s := New(Config{Actions: fakeActions{}, API: http.NotFoundHandler(), Logger: slog.New(h)})
+	mux := http.NewServeMux()
+	s.Routes(&httpapi.Router{Mux: mux, Authenticate: func(ctx context.Context, key string) (*httpapi.Principal, error) {
+		return &httpapi.Principal{EnvironmentID: 1, Scopes: []string{httpapi.ScopeAll}}, nil
+	}})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	if st, _, b := post(t, srv.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); st != 200 || !strings.Contains(string(b), `"name":"echo"`) {
+		t.Fatalf("tools/list: %d %s", st, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if buf.Len() != 0 {
+		t.Errorf("the host's log got %s", buf.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

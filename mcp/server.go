@@ -56,11 +56,24 @@ func New(cfg Config) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// The SDK logs every session's start and end at INFO: one request
+	// each here. Only its warnings and errors reach the host's log.
+	logger = slog.New(warnings{logger.Handler()})
 	return &Server{
 		actions: newEndpoint("connect-actions", &actionTools{fns: cfg.Actions}, logger),
 		manage:  newEndpoint("connect-manage", &manageTools{api: cfg.API}, logger),
 	}
 }
+
+// warnings passes on the records of WARN and above.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(as []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(as)} }
+func (w warnings) WithGroup(name string) slog.Handler    { return warnings{w.Handler.WithGroup(name)} }
 
 // Routes registers POST /mcp (scope environment:mcp) and POST /mcp/manage
 // (any key: each tool needs its own scope) on rt, and their GET and DELETE,
