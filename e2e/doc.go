@@ -53,7 +53,18 @@
 // functions:` lines), e2e/node-cli/deployed.test.mjs drives the functions with @nangohq/node:
 // listings, scripts config and code, the items sync (triggerSync, syncStatus, listRecords
 // against the fake's items), create-item synchronously, asynchronously and its ActionError,
-// whoami, and the on-event setup of a connection made after the deployment. Then `nango dryrun
+// whoami, and the on-event setup of a connection made after the deployment.
+// e2e/node-cli/mcp.test.mjs then drives the MCP servers with the official TypeScript client
+// (@modelcontextprotocol/sdk@1.30.0, streamable HTTP): POST /mcp lists the deployed actions as
+// tools and runs create-item (its output, its ActionError and input that breaks its schema as
+// isError results equal to POST /action/trigger's error bodies, an unknown tool as a JSON-RPC
+// error); plain fetch checks the refusals (400 invalid_headers and unknown_connection, 405 with
+// Nango's JSON-RPC body, 403 without environment:mcp); POST /mcp/manage lists every management
+// tool with its annotations and answers what the API answers, and to a key of
+// environment:integrations:read alone lists two tools and refuses the others. The server has no
+// route that creates API keys: the Go test adds those narrower keys to the dev environment
+// through the library, on the server's database and encryption key, and requires the fake API
+// to have received exactly one write during the script (the create-item run). Then `nango dryrun
 // items` must print every item, `nango dryrun whoami` must answer what the server's run of
 // whoami answers, and `nango pull` must write whoami.ts back as it was. The project is
 // redeployed without whoami (removed from index.ts); e2e/node-cli/redeployed.test.mjs checks

@@ -40,9 +40,12 @@ const (
 // server and drives the deployed functions with the published @nangohq/node client: the sync
 // items against a fake provider API (cursor pagination), the actions create-item (with its
 // ActionError) and whoami, sync and async, the function code route, and the on-event setup for
-// a connection made after the deployment. It then runs `nango dryrun items` and `nango dryrun
-// whoami` and `nango pull whoami` against the server, and redeploys the project without whoami:
-// whoami is gone, the rest still runs. Each step logs its duration. See doc.go.
+// a connection made after the deployment. The official TypeScript MCP client then drives the
+// MCP servers (e2e/node-cli/mcp.test.mjs): the connection's deployed actions as tools, and the
+// service's management tools, with keys of narrower scopes. It then runs `nango dryrun items`
+// and `nango dryrun whoami` and `nango pull whoami` against the server, and redeploys the
+// project without whoami: whoami is gone, the rest still runs. Each step logs its duration.
+// See doc.go.
 func TestNangoCLI(t *testing.T) {
 	requirePostgres := os.Getenv("CONNECT_REQUIRE_POSTGRES") == "1"
 	requireNode := requirePostgres || os.Getenv("CI") == "true"
@@ -65,7 +68,8 @@ func TestNangoCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"nango/package.json", "@nangohq/node/package.json", "zod/package.json", "@nangohq/providers/providers.yaml"} {
+	for _, p := range []string{"nango/package.json", "@nangohq/node/package.json", "zod/package.json", "@nangohq/providers/providers.yaml",
+		"@modelcontextprotocol/sdk/package.json"} {
 		if _, err := os.Stat(filepath.Join(e2eDir, "node_modules", p)); err != nil {
 			skipOrFail(t, requireNode, "e2e/node_modules is missing "+p+": run `npm ci --prefix e2e` from the repository root")
 		}
@@ -87,13 +91,15 @@ func TestNangoCLI(t *testing.T) {
 	fake := startItemsAPI(t, fakeKey, cliItems)
 	apiKey := "e2e_" + randomHex(t, 24)
 	port := freePort(t)
+	dbURL := createDatabase(ctx, t, adminURL)
+	encryptionKey := base64.StdEncoding.EncodeToString(randomBytes(t, 32))
 	srv := startServer(ctx, t, bin, []string{
 		"CONNECT_PROVIDERS_FILE=" + writeCLIProviders(t, e2eDir, fake.srv.URL),
 		// The fake API listens on 127.0.0.1.
 		"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS=true",
 		"PORT=" + port,
-		"DATABASE_URL=" + createDatabase(ctx, t, adminURL),
-		"CONNECT_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(randomBytes(t, 32)),
+		"DATABASE_URL=" + dbURL,
+		"CONNECT_ENCRYPTION_KEY=" + encryptionKey,
 		"CONNECT_API_KEY=" + apiKey,
 	})
 	host := "http://127.0.0.1:" + port
@@ -131,6 +137,18 @@ func TestNangoCLI(t *testing.T) {
 	}
 	runNode(ctx, t, nodeBin, e2eDir, []string{filepath.Join(e2eDir, "node-cli", "deployed.test.mjs")}, nodeEnv)
 	phase("node: the deployed functions")
+
+	// The MCP servers, driven by the official TypeScript client: the connection's deployed
+	// actions as tools (POST /mcp), the service as tools (POST /mcp/manage), with the server's
+	// key and narrower ones.
+	mcpTitle := "mcp " + randomHex(t, 4)
+	mcpEnv := append(slices.Clone(nodeEnv), "NANGO_E2E_MCP="+mustJSON(t, map[string]any{
+		"keys": createAPIKeys(ctx, t, dbURL, encryptionKey, mcpKeys), "title": mcpTitle,
+	}))
+	mcpStart := fake.count()
+	runNode(ctx, t, nodeBin, e2eDir, []string{filepath.Join(e2eDir, "node-cli", "mcp.test.mjs")}, mcpEnv)
+	checkMCPWrites(t, fake.requests()[mcpStart:], mcpTitle)
+	phase("node: the MCP servers")
 
 	// nango dryrun runs the sync locally in Node, calling the server for the connection, the
 	// integration and the proxy.
