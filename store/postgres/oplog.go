@@ -165,7 +165,13 @@ func (s *Store) listLogsQuery(f oplog.Filter) (string, []any) {
 	if f.Operation != "" {
 		w.add("operation = ?", f.Operation)
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case oplog.StatusSuccess, oplog.StatusFailure:
+		// A literal, so that any plan can use the partial index of
+		// failures (migration 019).
+		w.conds = append(w.conds, "status = "+pq.QuoteLiteral(f.Status))
+	default:
 		w.add("status = ?", f.Status)
 	}
 	if f.IntegrationKey != "" {

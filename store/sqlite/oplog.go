@@ -139,7 +139,13 @@ func listLogsSQL(f oplog.Filter) (string, []any) {
 	if f.Operation != "" {
 		add("operation = ?", f.Operation)
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case oplog.StatusSuccess, oplog.StatusFailure:
+		// A literal, so that the planner may use the partial index of
+		// failures (migration 007).
+		conds = append(conds, "status = '"+f.Status+"'")
+	default:
 		add("status = ?", f.Status)
 	}
 	if f.IntegrationKey != "" {
