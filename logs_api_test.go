@@ -2,7 +2,6 @@ package connect_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net/url"
 	"slices"
@@ -103,20 +102,6 @@ func entryIDs(es []*oplog.Entry) []string {
 		out = append(out, e.ID)
 	}
 	return out
-}
-
-// storeKey stores an API key with the scopes directly in the Store, as a
-// key created by a version that knows more scopes would be, and returns
-// the raw key.
-func storeKey(t *testing.T, bu *bundle, envID int64, raw string, scopes ...string) string {
-	t.Helper()
-	h := sha256.Sum256([]byte(raw))
-	k := &environments.APIKey{EnvironmentID: envID, Name: raw, Hash: h[:], Hint: raw[len(raw)-4:], Scopes: scopes,
-		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if err := bu.b.store.CreateAPIKey(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
-	return raw
 }
 
 // TestOperationsLogAPI: GET /logs/operations lists the key's environment's
@@ -351,12 +336,16 @@ func TestOperationsLogAPIScope(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		logs := storeKey(t, bu, bu.env.ID, "sk_logs_read_only_key_0000000001", "environment:logs:read")
+		logs, _, err := bu.svc.Environments().CreateAPIKey(ctx, bu.env.ID, environments.NewAPIKey{Name: "logs",
+			Scopes: []string{environments.ScopeLogsRead}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		routes := []req{{method: "GET", path: "/logs/operations"}, {method: "GET", path: "/logs/operations?status=failure&limit=1"},
 			{method: "GET", path: "/logs/operations/e-00"}}
 		for _, rq := range routes {
 			rq.key = others
-			if r := bu.do(t, rq); r.status != 403 || r.errCode() != "forbidden" || !strings.Contains(string(r.raw), "environment:logs:read") {
+			if r := bu.do(t, rq); r.status != 403 || r.errCode() != "forbidden" || !strings.Contains(string(r.raw), environments.ScopeLogsRead) {
 				t.Errorf("GET %s with a key without environment:logs:read = %d %s, want 403 forbidden naming the scope", rq.path, r.status, r.raw)
 			}
 			rq.key = logs
@@ -364,5 +353,70 @@ func TestOperationsLogAPIScope(t *testing.T) {
 		}
 		// The key with the scope reads nothing else.
 		bu.mustDo(t, 403, req{method: "GET", path: "/connections", key: logs})
+	})
+}
+
+// TestOperationsLogMCPTools: the management MCP server's log tools call
+// these routes: a key with environment:logs:read alone lists both tools,
+// pages the failures with next_cursor and reads one entry.
+func TestOperationsLogMCPTools(t *testing.T) {
+	t.Parallel()
+	backends(t, func(t *testing.T, b *backend) {
+		bu := setup(t, b)
+		mine := appendLogEntries(t, bu, bu.env.ID, "e-", bu.now.Now())
+		logs, _, err := bu.svc.Environments().CreateAPIKey(context.Background(), bu.env.ID, environments.NewAPIKey{Name: "logs",
+			Scopes: []string{environments.ScopeLogsRead}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := mcpSession(t, bu, "/mcp/manage", logs, nil)
+		lt, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range lt.Tools {
+			names = append(names, tl.Name)
+		}
+		if !slices.Equal(names, []string{"logs_list_operations", "logs_get_operation"}) {
+			t.Errorf("a logs:read key's tools = %v", names)
+		}
+		var want []string
+		for _, e := range mine {
+			if e.Status == oplog.StatusFailure {
+				want = append(want, e.ID)
+			}
+		}
+		all, err := bu.svc.ListLogs(context.Background(), oplog.Filter{EnvironmentID: bu.env.ID, Status: oplog.StatusFailure})
+		if err != nil || len(all) != len(want) {
+			t.Fatalf("ListLogs(failures) = %d entries, %v; want %d", len(all), err, len(want))
+		}
+		var got []string
+		args := map[string]any{"status": "failure", "limit": 4}
+		for range 10 {
+			out, isErr := callJSON(t, cs, "logs_list_operations", args)
+			if isErr {
+				t.Fatalf("logs_list_operations(%v) = %v", args, out)
+			}
+			for _, d := range out["data"].([]any) {
+				got = append(got, d.(map[string]any)["id"].(string))
+			}
+			next, _ := out["next_cursor"].(string)
+			if next == "" {
+				break
+			}
+			args["cursor"] = next
+		}
+		if d := cmp.Diff(entryIDs(all), got); d != "" {
+			t.Errorf("the failures through logs_list_operations (-want +got):\n%s", d)
+		}
+		out, isErr := callJSON(t, cs, "logs_get_operation", map[string]any{"id": "e-19"})
+		if data, _ := out["data"].(map[string]any); isErr || data["id"] != "e-19" || data["status"] != "failure" {
+			t.Errorf("logs_get_operation = %v", out)
+		}
+		out, isErr = callJSON(t, cs, "logs_list_operations", map[string]any{"cursor": "nope"})
+		if e, _ := out["error"].(map[string]any); !isErr || e["code"] != "invalid_query_params" {
+			t.Errorf("logs_list_operations(a bad cursor) = %v", out)
+		}
 	})
 }

@@ -8,16 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/store"
 )
 
-// scopeLogsRead is the scope of the log routes: the value of
-// environments.ScopeLogsRead.
-const scopeLogsRead = "environment:logs:read"
-
 // Routes registers the operations log API, for the API key's environment,
-// both with the scope environment:logs:read:
+// both with the scope environments.ScopeLogsRead (environment:logs:read):
 //
 //	GET /logs/operations        list, newest first
 //	GET /logs/operations/{id}   one entry
@@ -36,7 +33,7 @@ const scopeLogsRead = "environment:logs:read"
 func (w *Writer) Routes(rt *httpapi.Router) {
 	rt.Handle(httpapi.Route{
 		Pattern: "GET /logs/operations",
-		Scope:   scopeLogsRead,
+		Scope:   environments.ScopeLogsRead,
 		Handler: func(rw http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
 			f, err := listQuery(r)
 			if err != nil {
@@ -61,7 +58,7 @@ func (w *Writer) Routes(rt *httpapi.Router) {
 	})
 	rt.Handle(httpapi.Route{
 		Pattern: "GET /logs/operations/{id}",
-		Scope:   scopeLogsRead,
+		Scope:   environments.ScopeLogsRead,
 		Handler: func(rw http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
 			if err := onlyQuery(r); err != nil {
 				return err
