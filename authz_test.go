@@ -38,6 +38,8 @@ var apiKeyRoutes = []req{
 	{method: "DELETE", path: "/connections/c2?provider_config_key=gh"},
 	{method: "DELETE", path: "/connection/c2?provider_config_key=gh"},
 	{method: "GET", path: "/environment-variables"},
+	{method: "GET", path: "/logs/operations?status=failure&limit=10"},
+	{method: "GET", path: "/logs/operations/0189c3a1f2b4d5e6a1b2c3d4e5f6"},
 	{method: "POST", path: "/connect/sessions", body: `{"tags":{"a":"b"}}`},
 	{method: "POST", path: "/connect/sessions/reconnect", body: `{"connection_id":"c1","integration_id":"gh"}`},
 	{method: "GET", path: "/proxy/user", header: map[string]string{"Connection-Id": "c1", "Provider-Config-Key": "gh"}},

@@ -1205,6 +1205,7 @@ func (s *Service) registerRoutes(rt *httpapi.Router) {
 	s.sessions.Routes(rt)
 	s.environments.Routes(rt)
 	s.outbox.Routes(rt)
+	s.log.Routes(rt)
 	s.functions.Routes(rt)
 }
 

@@ -24,6 +24,7 @@
 //	POST /action/trigger                            environment:actions:execute
 //	/proxy/...                                      environment:proxy
 //	GET  /environment-variables                     environment:environment_variables:read
+//	GET  /logs/operations, /logs/operations/{id}    environment:logs:read
 //	POST /mcp                                       environment:mcp
 //	POST /mcp/manage                                any key; each tool needs its route's scope
 //

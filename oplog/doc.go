@@ -6,4 +6,9 @@
 // default, see connect.RetentionConfig). Entries that requests nobody
 // authenticated can cause go through a [Sampler], which writes at most one
 // per key and interval, counting those it leaves out.
+//
+// [Writer.Routes] serves the log of an API key's environment over HTTP
+// (GET /logs/operations, filtered and paged with an opaque cursor, and GET
+// /logs/operations/{id}), with the scope environment:logs:read;
+// [Writer.ListPage] and [Writer.Get] do the same from Go.
 package oplog

@@ -36,15 +36,35 @@ const (
 
 // Filter selects entries of one environment. Zero fields match anything.
 type Filter struct {
-	EnvironmentID  int64
-	Type           string
+	EnvironmentID int64
+	// ID selects the entry with this id.
+	ID   string
+	Type string
+	// Operation is what happened, such as "create" or "refresh".
+	Operation string
+	// Status is StatusSuccess or StatusFailure.
+	Status         string
 	IntegrationKey string
 	ConnectionID   string
 	// Since and Until bound CreatedAt: Since <= CreatedAt < Until.
 	Since time.Time
 	Until time.Time
+	// After continues a listing: only the entries that come after this
+	// position in the newest-first order (created before it, or at the
+	// same time with a smaller ID). Entries written meanwhile are newer
+	// than any position, so that paging with the last entry of each page
+	// neither repeats nor skips one.
+	After *Cursor
 	// Limit caps the number of entries; 0 means 100.
 	Limit int
+}
+
+// Cursor is a position in the newest-first order of entries: that of the
+// entry with this CreatedAt (stored at microsecond precision) and ID. Its String form is the opaque
+// next_cursor of the log API; ParseCursor reads it.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
 }
 
 // Store is what the operations log needs from storage.

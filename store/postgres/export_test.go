@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/oplog"
 )
 
 // MigrateWithoutRiver is Migrate without River's tables, for the tests of
@@ -75,6 +76,10 @@ func (s *Store) ReadConnections(ctx context.Context, keys [][3]any) ([]*connecti
 func (s *Store) RetentionSQL() (deliveries, logs, trim string) {
 	return s.text(qDeleteDeliveriesBefore), s.text(qDeleteLogsBefore), s.text(qTrimForwards)
 }
+
+// ListLogsSQL returns the statement of ListLogs of f and its arguments,
+// for EXPLAIN.
+func (s *Store) ListLogsSQL(f oplog.Filter) (string, []any) { return s.listLogsQuery(f) }
 
 // ForwardChargeSQL is the SQL of webhooks.ForwardCharge of a row's body.
 var ForwardChargeSQL = forwardCharge

@@ -120,36 +120,12 @@ func (s *Store) AppendLogs(ctx context.Context, es []*oplog.Entry) error {
 }
 
 // ListLogs returns the entries matching f, newest first (by CreatedAt, then
-// by ID, both descending). An EnvironmentID of 0 matches every environment;
-// a Limit of 0 means [DefaultLogsLimit].
+// by ID, both descending), after f.After when set. An EnvironmentID of 0
+// matches every environment; a Limit of 0 means [DefaultLogsLimit].
 func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
-	var w where
-	if f.EnvironmentID != 0 {
-		w.add("environment_id = ?", f.EnvironmentID)
-	}
-	if f.Type != "" {
-		w.add("type = ?", f.Type)
-	}
-	if f.IntegrationKey != "" {
-		w.add("integration_key = ?", f.IntegrationKey)
-	}
-	if f.ConnectionID != "" {
-		w.add("connection_id = ?", f.ConnectionID)
-	}
-	if !f.Since.IsZero() {
-		w.add("created_at >= ?", f.Since)
-	}
-	if !f.Until.IsZero() {
-		w.add("created_at < ?", f.Until)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultLogsLimit
-	}
-	query := s.text(qListLogs) + w.String() +
-		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
+	query, args := s.listLogsQuery(f)
 	var rows []logRow
-	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, query, w.args...); err != nil {
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, query, args...); err != nil {
 		return nil, dbErr(ctx, "list logs", err, nil)
 	}
 	out := make([]*oplog.Entry, 0, len(rows))
@@ -172,6 +148,56 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// listLogsQuery returns the statement of ListLogs and its arguments.
+func (s *Store) listLogsQuery(f oplog.Filter) (string, []any) {
+	var w where
+	if f.EnvironmentID != 0 {
+		w.add("environment_id = ?", f.EnvironmentID)
+	}
+	if f.ID != "" {
+		w.add("id = ?", f.ID)
+	}
+	if f.Type != "" {
+		w.add("type = ?", f.Type)
+	}
+	if f.Operation != "" {
+		w.add("operation = ?", f.Operation)
+	}
+	switch f.Status {
+	case "":
+	case oplog.StatusSuccess, oplog.StatusFailure:
+		// A literal, so that any plan can use the partial index of
+		// failures (migration 019).
+		w.conds = append(w.conds, "status = "+pq.QuoteLiteral(f.Status))
+	default:
+		w.add("status = ?", f.Status)
+	}
+	if f.IntegrationKey != "" {
+		w.add("integration_key = ?", f.IntegrationKey)
+	}
+	if f.ConnectionID != "" {
+		w.add("connection_id = ?", f.ConnectionID)
+	}
+	if !f.Since.IsZero() {
+		w.add("created_at >= ?", f.Since)
+	}
+	if !f.Until.IsZero() {
+		w.add("created_at < ?", f.Until)
+	}
+	if f.After != nil {
+		// A row comparison, which the indexes ordered by (created_at,
+		// id) serve as a range.
+		w.conds = append(w.conds, "(created_at, id) < ("+w.arg(f.After.CreatedAt.UTC())+"::timestamptz, "+w.arg(f.After.ID)+")")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLogsLimit
+	}
+	query := s.text(qListLogs) + w.String() +
+		` ORDER BY created_at DESC, id DESC LIMIT ` + w.arg(limit)
+	return query, w.args
 }
 
 // qDeleteLogsBefore deletes the oldest entries, through the index on

@@ -116,7 +116,7 @@ var wantTables = []string{
 
 // wantVersions are the versions of our migrations and of River's.
 var (
-	wantVersions      = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+	wantVersions      = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}
 	wantRiverVersions = []int{1, 2, 3, 4, 5, 6, 7, 8}
 )
 

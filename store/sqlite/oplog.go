@@ -82,48 +82,13 @@ func (s *Store) appendLogs(ctx context.Context, args [][]any) error {
 }
 
 // ListLogs returns the entries matching f, newest first (by CreatedAt, then
-// by ID, both descending). An EnvironmentID of 0 matches every environment;
-// a Limit of 0 means [DefaultLogsLimit].
+// by ID, both descending), after f.After when set. An EnvironmentID of 0
+// matches every environment; a Limit of 0 means [DefaultLogsLimit].
 func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, error) {
 	if err := checkText(f); err != nil {
 		return nil, err
 	}
-	var (
-		conds []string
-		args  []any
-	)
-	add := func(cond string, a any) {
-		conds = append(conds, cond)
-		args = append(args, a)
-	}
-	if f.EnvironmentID != 0 {
-		add("environment_id = ?", f.EnvironmentID)
-	}
-	if f.Type != "" {
-		add("type = ?", f.Type)
-	}
-	if f.IntegrationKey != "" {
-		add("integration_key = ?", f.IntegrationKey)
-	}
-	if f.ConnectionID != "" {
-		add("connection_id = ?", f.ConnectionID)
-	}
-	if !f.Since.IsZero() {
-		add("created_at >= ?", micros(f.Since))
-	}
-	if !f.Until.IsZero() {
-		add("created_at < ?", micros(f.Until))
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultLogsLimit
-	}
-	q := `SELECT ` + logColumns + ` FROM operations_log`
-	if len(conds) > 0 {
-		q += ` WHERE ` + strings.Join(conds, ` AND `)
-	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, limit)
+	q, args := listLogsSQL(f)
 	rows, err := s.reader(ctx).QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, dbErr(ctx, "list logs", err)
@@ -150,6 +115,67 @@ func (s *Store) ListLogs(ctx context.Context, f oplog.Filter) ([]*oplog.Entry, e
 		return nil, dbErr(ctx, "list logs", err)
 	}
 	return out, nil
+}
+
+// listLogsSQL returns the statement of ListLogs and its arguments.
+func listLogsSQL(f oplog.Filter) (string, []any) {
+	var (
+		conds []string
+		args  []any
+	)
+	add := func(cond string, a any) {
+		conds = append(conds, cond)
+		args = append(args, a)
+	}
+	if f.EnvironmentID != 0 {
+		add("environment_id = ?", f.EnvironmentID)
+	}
+	if f.ID != "" {
+		add("id = ?", f.ID)
+	}
+	if f.Type != "" {
+		add("type = ?", f.Type)
+	}
+	if f.Operation != "" {
+		add("operation = ?", f.Operation)
+	}
+	switch f.Status {
+	case "":
+	case oplog.StatusSuccess, oplog.StatusFailure:
+		// A literal, so that the planner may use the partial index of
+		// failures (migration 007).
+		conds = append(conds, "status = '"+f.Status+"'")
+	default:
+		add("status = ?", f.Status)
+	}
+	if f.IntegrationKey != "" {
+		add("integration_key = ?", f.IntegrationKey)
+	}
+	if f.ConnectionID != "" {
+		add("connection_id = ?", f.ConnectionID)
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= ?", micros(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("created_at < ?", micros(f.Until))
+	}
+	if f.After != nil {
+		// A row value comparison, which the indexes ordered by
+		// (created_at, id) serve as a range.
+		conds, args = append(conds, "(created_at, id) < (?, ?)"), append(args, micros(f.After.CreatedAt), f.After.ID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLogsLimit
+	}
+	q := `SELECT ` + logColumns + ` FROM operations_log`
+	if len(conds) > 0 {
+		q += ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	return q, args
 }
 
 // DeleteLogsBefore deletes up to limit entries whose CreatedAt is before

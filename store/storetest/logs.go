@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
@@ -12,6 +15,7 @@ var logTests = []test{
 	{"Filters", testLogFilters},
 	{"Limit", testLogLimit},
 	{"Conflict", testLogConflict},
+	{"Paging", testLogPaging},
 }
 
 func testLogFilters(t *testing.T, s Store) {
@@ -56,6 +60,36 @@ func testLogFilters(t *testing.T, s Store) {
 		{"combined", oplog.Filter{EnvironmentID: a.ID, Type: "connection", IntegrationKey: "github",
 			ConnectionID: "u1", Since: at(0), Until: at(1)}, []*oplog.Entry{e1}},
 		{"no match", oplog.Filter{EnvironmentID: a.ID, Type: "proxy"}, []*oplog.Entry{}},
+		{"id", oplog.Filter{EnvironmentID: a.ID, ID: "e2"}, []*oplog.Entry{e2}},
+		{"id in every environment", oplog.Filter{ID: "e5"}, []*oplog.Entry{e5}},
+		{"id of another environment", oplog.Filter{EnvironmentID: a.ID, ID: "e5"}, []*oplog.Entry{}},
+		{"id is exact", oplog.Filter{EnvironmentID: a.ID, ID: "e"}, []*oplog.Entry{}},
+		{"operation", oplog.Filter{EnvironmentID: a.ID, Operation: "create"}, []*oplog.Entry{e1}},
+		{"status failure", oplog.Filter{EnvironmentID: a.ID, Status: oplog.StatusFailure}, []*oplog.Entry{e2}},
+		{"status success", oplog.Filter{EnvironmentID: a.ID, Status: oplog.StatusSuccess}, []*oplog.Entry{e4, e3, e1}},
+		{"operation and status", oplog.Filter{EnvironmentID: a.ID, Operation: "refresh", Status: oplog.StatusSuccess}, []*oplog.Entry{}},
+		// After a position: strictly older, or as old with a smaller ID.
+		{"after the newest", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(2), ID: "e4"}},
+			[]*oplog.Entry{e3, e2, e1}},
+		{"after an entry of the same time", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(2), ID: "e3"}},
+			[]*oplog.Entry{e2, e1}},
+		{"after a position between two ids", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(2), ID: "e35"}},
+			[]*oplog.Entry{e3, e2, e1}},
+		{"after a position of no entry", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(1).Add(time.Microsecond), ID: ""}},
+			[]*oplog.Entry{e2, e1}},
+		{"after a time with any id", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(1), ID: "zzz"}},
+			[]*oplog.Entry{e2, e1}},
+		{"after a time with the smallest id", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(1), ID: ""}},
+			[]*oplog.Entry{e1}},
+		{"after the oldest", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(0), ID: "e1"}}, []*oplog.Entry{}},
+		{"after a position newer than every entry", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(9), ID: "a"}},
+			[]*oplog.Entry{e4, e3, e2, e1}},
+		{"after and filters", oplog.Filter{EnvironmentID: a.ID, Type: "connection", Status: oplog.StatusSuccess,
+			After: &oplog.Cursor{CreatedAt: at(2), ID: "e3"}, Limit: 5}, []*oplog.Entry{e1}},
+		{"after and limit", oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: at(2), ID: "e4"}, Limit: 1},
+			[]*oplog.Entry{e3}},
+		{"after in every environment", oplog.Filter{After: &oplog.Cursor{CreatedAt: at(3), ID: "e5"}, Limit: 2},
+			[]*oplog.Entry{e4, e3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := s.ListLogs(ctx, tc.f)
@@ -117,4 +151,91 @@ func testLogConflict(t *testing.T, s Store) {
 	got, err := s.ListLogs(ctx, oplog.Filter{EnvironmentID: env.ID})
 	must(t, err)
 	diff(t, "logs", []*oplog.Entry{e}, got)
+}
+
+// testLogPaging: listing page after page, each After the position of the
+// last entry of the page before, yields every matching entry once, in
+// order, whatever the page size, with many entries of one time; entries
+// written meanwhile (newer) do not enter a listing under way, and another
+// environment's never do.
+func testLogPaging(t *testing.T, s Store) {
+	ctx := t.Context()
+	a := newEnv(t, s, "a")
+	b := newEnv(t, s, "b")
+	// 30 entries in a: ten times, three entries each (ids not in time
+	// order, so that the order by id within a time matters), every third a
+	// failure; appended in an order of neither time nor id.
+	var want []*oplog.Entry // newest first
+	for sec := 9; sec >= 0; sec-- {
+		for _, k := range []int{2, 1, 0} {
+			n := sec*3 + k
+			status := oplog.StatusSuccess
+			if n%3 == 0 {
+				status = oplog.StatusFailure
+			}
+			want = append(want, &oplog.Entry{ID: fmt.Sprintf("p%02d-%d", (n*7)%30, k), EnvironmentID: a.ID, Type: "proxy",
+				Operation: "call", Status: status, CreatedAt: at(sec)})
+		}
+	}
+	// Within a time, ids descending.
+	for i := 0; i < len(want); i += 3 {
+		slices.SortFunc(want[i:i+3], func(x, y *oplog.Entry) int { return strings.Compare(y.ID, x.ID) })
+	}
+	for _, i := range []int{7, 3, 29, 0, 15, 22, 1, 8, 14, 28, 2, 9, 16, 21, 4, 10, 17, 23, 5, 11, 18, 24, 6, 12, 19, 25, 13, 20, 26, 27} {
+		must(t, s.AppendLog(ctx, want[i]))
+	}
+	// b's entries interleave a's in time and id.
+	for sec := range 10 {
+		must(t, s.AppendLog(ctx, &oplog.Entry{ID: fmt.Sprintf("p%02d-9", sec*3), EnvironmentID: b.ID, Type: "proxy",
+			Operation: "call", Status: oplog.StatusFailure, CreatedAt: at(sec)}))
+	}
+
+	pages := func(f oplog.Filter, size int) [][]*oplog.Entry {
+		t.Helper()
+		var out [][]*oplog.Entry
+		f.Limit = size
+		for range 100 {
+			page, err := s.ListLogs(ctx, f)
+			must(t, err)
+			if len(page) > size {
+				t.Fatalf("ListLogs(%+v) returned %d entries", f, len(page))
+			}
+			if len(page) == 0 {
+				return out
+			}
+			out = append(out, page)
+			last := page[len(page)-1]
+			f.After = &oplog.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		t.Fatalf("paging %+v does not end", f)
+		return nil
+	}
+	for _, size := range []int{1, 2, 3, 4, 7, 29, 30, 31} {
+		got := slices.Concat(pages(oplog.Filter{EnvironmentID: a.ID}, size)...)
+		diff(t, fmt.Sprintf("pages of %d", size), want, got)
+	}
+	var failures []*oplog.Entry
+	for _, e := range want {
+		if e.Status == oplog.StatusFailure {
+			failures = append(failures, e)
+		}
+	}
+	diff(t, "pages of failures", failures, slices.Concat(pages(oplog.Filter{EnvironmentID: a.ID, Status: oplog.StatusFailure}, 4)...))
+	diff(t, "pages within since and until", want[3:24],
+		slices.Concat(pages(oplog.Filter{EnvironmentID: a.ID, Since: at(2), Until: at(9)}, 5)...))
+
+	// A listing under way: the first page, then entries written after it
+	// (newer, and one as old as its last entry with a larger id), then the
+	// rest: the rest is what was there after the first page.
+	first, err := s.ListLogs(ctx, oplog.Filter{EnvironmentID: a.ID, Limit: 4})
+	must(t, err)
+	diff(t, "first page", want[:4], first)
+	last := first[len(first)-1]
+	must(t, s.AppendLog(ctx, &oplog.Entry{ID: "zz-new", EnvironmentID: a.ID, Type: "proxy", Operation: "call",
+		Status: oplog.StatusSuccess, CreatedAt: at(20)}))
+	must(t, s.AppendLog(ctx, &oplog.Entry{ID: last.ID + "z", EnvironmentID: a.ID, Type: "proxy", Operation: "call",
+		Status: oplog.StatusSuccess, CreatedAt: last.CreatedAt}))
+	rest, err := s.ListLogs(ctx, oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}})
+	must(t, err)
+	diff(t, "the rest of a listing under way", want[4:], rest)
 }

@@ -78,6 +78,15 @@ func testLookupsRefuseUnstorableText(t *testing.T, s Store) {
 		wantErr(t, "GetOAuthFlowByClientID", err, store.ErrInvalid)
 		_, err = s.ListLogs(ctx, oplog.Filter{EnvironmentID: f.env.ID, IntegrationKey: bad})
 		wantErr(t, "ListLogs", err, store.ErrInvalid)
+		for name, fl := range map[string]oplog.Filter{
+			"id":        {EnvironmentID: f.env.ID, ID: bad},
+			"operation": {EnvironmentID: f.env.ID, Operation: bad},
+			"status":    {EnvironmentID: f.env.ID, Status: bad},
+			"after":     {EnvironmentID: f.env.ID, After: &oplog.Cursor{CreatedAt: ts, ID: bad}},
+		} {
+			_, err = s.ListLogs(ctx, fl)
+			wantErr(t, "ListLogs("+name+")", err, store.ErrInvalid)
+		}
 	}
 	diff(t, "the store after refused lookups", before, takeSnapshot(t, s, f.env.ID))
 }
