@@ -383,6 +383,36 @@ describe('the management MCP server: the service as tools', { skip: skipMCP }, (
         assert.deepEqual(recs, await nango.listRecords({ providerConfigKey: cfg.key, connectionId: cfg.connectionId, model: 'Item', limit: 5 }));
     });
 
+    it('logs_list_operations finds the action runs, and logs_get_operation opens one', async () => {
+        const client = await connect('/mcp/manage', apiKey);
+        const list = async () =>
+            ok(
+                await client.callTool({ name: 'logs_list_operations', arguments: { type: 'action', connection_id: cfg.connectionId, limit: 100 } }),
+                'logs_list_operations'
+            );
+        const createItemRuns = (page) => page.data.filter((e) => e.operation === 'run' && e.meta?.function === 'create-item');
+        // A run's entry is written just after its answer: wait for both of create-item's.
+        let page = await list();
+        for (let i = 0; i < 200 && !(createItemRuns(page).some((e) => e.status === 'success') && createItemRuns(page).some((e) => e.status === 'failure')); i++) {
+            await new Promise((resolve) => setTimeout(resolve, 25));
+            page = await list();
+        }
+        const runs = createItemRuns(page);
+        assert.ok(runs.some((e) => e.status === 'success'), JSON.stringify(page));
+        assert.ok(runs.some((e) => e.status === 'failure'), `the ActionError's run is not logged: ${JSON.stringify(page)}`);
+        assert.deepEqual(page, (await api('GET', `/logs/operations?type=action&connection_id=${encodeURIComponent(cfg.connectionId)}&limit=100`)).json);
+        const failures = ok(
+            await client.callTool({ name: 'logs_list_operations', arguments: { type: 'action', status: 'failure', connection_id: cfg.connectionId } }),
+            'logs_list_operations of failures'
+        );
+        assert.ok(failures.data.length > 0 && failures.data.every((e) => e.status === 'failure'), JSON.stringify(failures));
+        const one = ok(await client.callTool({ name: 'logs_get_operation', arguments: { id: runs[0].id } }), 'logs_get_operation');
+        assert.deepEqual(one.data, runs[0]);
+        const missing = await client.callTool({ name: 'logs_get_operation', arguments: { id: 'no-such-entry' } });
+        assert.ok(missing.isError, JSON.stringify(missing));
+        assert.equal(JSON.parse(text(missing)).error.code, 'not_found');
+    });
+
     it('lists to a narrower key only the tools its scopes allow, and refuses the others', async () => {
         const client = await connect('/mcp/manage', mcp.keys.integrationsRead);
         const { tools } = await client.listTools();
