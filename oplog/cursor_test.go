@@ -1,7 +1,6 @@
 package oplog
 
 import (
-	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -26,39 +25,12 @@ func TestCursor(t *testing.T) {
 			t.Errorf("%+v: ParseCursor(%q) = %+v, %v", c, s, got, err)
 		}
 	}
-	enc := func(raw string) string { return base64.RawURLEncoding.EncodeToString([]byte(raw)) }
-	// 26 bytes: the last of the 35 characters carries 2 unused bits.
-	valid := Cursor{CreatedAt: time.Date(2026, 5, 1, 12, 0, 0, 5e8, time.UTC), ID: "d"}.String()
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	nonCanonical := valid[:len(valid)-1] + string(alphabet[strings.IndexByte(alphabet, valid[len(valid)-1])+1])
-	if _, err := ParseCursor(valid); err != nil || len(valid) != 35 {
-		t.Fatalf("ParseCursor(%q): %v", valid, err)
+	// The log's Stores keep microseconds: a finer time is no position.
+	if _, err := ParseCursor(Cursor{CreatedAt: time.Date(2026, 5, 1, 12, 0, 0, 1, time.UTC), ID: "d"}.String()); err == nil {
+		t.Error("ParseCursor accepted a time in nanoseconds")
 	}
-	for name, s := range map[string]string{
-		"empty":             "",
-		"not base64":        "not a cursor!",
-		"padded":            base64.URLEncoding.EncodeToString([]byte("1|2026-05-01T12:00:00.5Z|d")),
-		"standard base64":   base64.RawStdEncoding.EncodeToString([]byte("1|2026-05-01T12:00:00.5Z|d1?>?")),
-		"truncated":         valid[:20],
-		"extra character":   valid + "A",
-		"non-canonical end": nonCanonical,
-		"other version":     enc("2|2026-05-01T12:00:00.5Z|d1"),
-		"no id":             enc("1|2026-05-01T12:00:00.5Z|"),
-		"no time":           enc("1||d1"),
-		"no separator":      enc("1"),
-		"bad time":          enc("1|yesterday|d1"),
-		"not UTC":           enc("1|2026-05-01T12:00:00.5+01:00|d1"),
-		"trailing zeros":    enc("1|2026-05-01T12:00:00.500Z|d1"),
-		"nanoseconds":       enc("1|2026-05-01T12:00:00.000000001Z|d1"),
-		"NUL in id":         enc("1|2026-05-01T12:00:00.5Z|d\x00"),
-		"control in id":     enc("1|2026-05-01T12:00:00.5Z|d\n1"),
-		"invalid UTF-8 id":  enc("1|2026-05-01T12:00:00.5Z|\xff"),
-		"id too long":       enc("1|2026-05-01T12:00:00.5Z|" + strings.Repeat("i", 256)),
-		"too long":          strings.Repeat("A", maxCursorLen+1),
-	} {
-		if c, err := ParseCursor(s); err == nil {
-			t.Errorf("%s: ParseCursor(%q) = {%s %q}, want an error", name, s, c.CreatedAt, c.ID)
-		}
+	if _, err := ParseCursor("not a cursor!"); err == nil {
+		t.Error("ParseCursor accepted text that is no cursor")
 	}
 }
 

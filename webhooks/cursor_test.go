@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -26,38 +25,10 @@ func TestDeliveryCursor(t *testing.T) {
 			t.Errorf("%+v: ParseDeliveryCursor(%q) = %+v, %v", c, s, got, err)
 		}
 	}
-	enc := func(raw string) string { return base64.RawURLEncoding.EncodeToString([]byte(raw)) }
-	// 26 bytes: the last of the 35 characters carries 2 unused bits.
-	valid := DeliveryCursor{CreatedAt: time.Date(2026, 5, 1, 12, 0, 0, 5e8, time.UTC), ID: "d"}.String()
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	nonCanonical := valid[:len(valid)-1] + string(alphabet[strings.IndexByte(alphabet, valid[len(valid)-1])+1])
-	if _, err := ParseDeliveryCursor(valid); err != nil || len(valid) != 35 {
-		t.Fatalf("ParseDeliveryCursor(%q): %v", valid, err)
-	}
-	for name, s := range map[string]string{
-		"empty":             "",
-		"not base64":        "not a cursor!",
-		"padded":            base64.URLEncoding.EncodeToString([]byte("1|2026-05-01T12:00:00.5Z|d")),
-		"standard base64":   base64.RawStdEncoding.EncodeToString([]byte("1|2026-05-01T12:00:00.5Z|d1?>?")),
-		"truncated":         valid[:20],
-		"extra character":   valid + "A",
-		"non-canonical end": nonCanonical,
-		"other version":     enc("2|2026-05-01T12:00:00.5Z|d1"),
-		"no id":             enc("1|2026-05-01T12:00:00.5Z|"),
-		"no time":           enc("1||d1"),
-		"no separator":      enc("1"),
-		"bad time":          enc("1|yesterday|d1"),
-		"not UTC":           enc("1|2026-05-01T12:00:00.5+01:00|d1"),
-		"trailing zeros":    enc("1|2026-05-01T12:00:00.500Z|d1"),
-		"NUL in id":         enc("1|2026-05-01T12:00:00.5Z|d\x00"),
-		"control in id":     enc("1|2026-05-01T12:00:00.5Z|d\n1"),
-		"invalid UTF-8 id":  enc("1|2026-05-01T12:00:00.5Z|\xff"),
-		"id too long":       enc("1|2026-05-01T12:00:00.5Z|" + strings.Repeat("i", 256)),
-		"too long":          strings.Repeat("A", maxCursorLen+1),
-	} {
-		if c, err := ParseDeliveryCursor(s); err == nil {
-			t.Errorf("%s: ParseDeliveryCursor(%q) = {%s %q}, want an error", name, s, c.CreatedAt, c.ID)
-		}
+	// Deliveries keep nanoseconds; the text's form is package keyset's,
+	// whose tests refuse every malformed one.
+	if _, err := ParseDeliveryCursor("not a cursor!"); err == nil {
+		t.Error("ParseDeliveryCursor accepted text that is no cursor")
 	}
 }
 
