@@ -1,22 +1,16 @@
 package connectui
 
 import (
-	"bytes"
-	"crypto/rand"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"io/fs"
-	"mime"
 	"net/http"
-	"net/url"
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/embedauth/connect/internal/webui"
 )
 
 //go:embed ui/index.html
@@ -55,25 +49,18 @@ type Config struct {
 // Handler serves the UI: the page at its root and the assets under ui/.
 // Create it with New.
 type Handler struct {
-	page     *template.Template
-	apiURL   string
-	origins  []string // allowed API origins besides 'self'
-	csp      string   // with %s for the nonce
-	assets   map[string]asset
-	assetVer string
-}
-
-type asset struct {
-	body        []byte
-	contentType string
-	etag        string
+	page    *template.Template
+	apiURL  string
+	origins []string // allowed API origins besides 'self'
+	csp     string   // with %s for the nonce
+	assets  *webui.Assets
 }
 
 // New checks cfg and builds the Handler.
 func New(cfg Config) (*Handler, error) {
-	h := &Handler{assets: make(map[string]asset)}
+	h := &Handler{}
 	if cfg.APIURL != "" {
-		o, err := origin(cfg.APIURL)
+		o, err := webui.Origin(cfg.APIURL)
 		if err != nil {
 			return nil, fmt.Errorf("connectui: Config.APIURL: %w", err)
 		}
@@ -81,7 +68,7 @@ func New(cfg Config) (*Handler, error) {
 		h.origins = append(h.origins, o)
 	}
 	for _, a := range cfg.AllowedAPIOrigins {
-		o, err := origin(a)
+		o, err := webui.Origin(a)
 		if err != nil {
 			return nil, fmt.Errorf("connectui: Config.AllowedAPIOrigins: %w", err)
 		}
@@ -114,38 +101,10 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connectui: %w", err)
 	}
-	sum := sha256.New()
-	err = fs.WalkDir(static, "ui/static", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := static.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		s := sha256.Sum256(b)
-		sum.Write(s[:])
-		ct := mime.TypeByExtension(path.Ext(p))
-		if ct == "" {
-			ct = "application/octet-stream"
-		}
-		h.assets[strings.TrimPrefix(p, "ui/static/")] = asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(s[:8]) + `"`}
-		return nil
-	})
-	if err != nil {
+	if h.assets, err = webui.ReadAssets(static, "ui/static"); err != nil {
 		return nil, fmt.Errorf("connectui: %w", err)
 	}
-	h.assetVer = hex.EncodeToString(sum.Sum(nil)[:6])
 	return h, nil
-}
-
-// origin returns the origin of an absolute http or https URL.
-func origin(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return "", fmt.Errorf("%q must be an absolute http or https URL", raw)
-	}
-	return u.Scheme + "://" + strings.ToLower(u.Host), nil
 }
 
 // Register mounts h on mux under prefix, which must start and end with
@@ -163,22 +122,9 @@ func (h *Handler) Register(mux *http.ServeMux, prefix string) {
 	if bare := strings.TrimSuffix(prefix, "/"); bare != "" {
 		last := path.Base(bare)
 		mux.HandleFunc("GET "+bare, func(w http.ResponseWriter, r *http.Request) {
-			redirectToDir(w, r, last)
+			webui.RedirectToDir(w, r, last)
 		})
 	}
-}
-
-// redirectToDir redirects a request for .../name to .../name/ with the same
-// query, by a Location relative to the request's own address: the path the
-// handler sees may lack the prefix the browser used (http.StripPrefix), and
-// http.Redirect would resolve a relative target against that shorter path.
-func redirectToDir(w http.ResponseWriter, r *http.Request, name string) {
-	loc := "./" + url.PathEscape(name) + "/"
-	if r.URL.RawQuery != "" {
-		loc += "?" + r.URL.RawQuery
-	}
-	w.Header().Set("Location", loc)
-	w.WriteHeader(http.StatusMovedPermanently)
 }
 
 // ServeHTTP serves the page at "/" and the assets at "/ui/...", for a
@@ -193,8 +139,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "":
 		// Mounted with http.StripPrefix("/x", h) and asked for /x: the
 		// page's relative asset URLs need /x/.
-		if name := requestBase(r); name != "" {
-			redirectToDir(w, r, name)
+		if name := webui.RequestBase(r); name != "" {
+			webui.RedirectToDir(w, r, name)
 			return
 		}
 		h.servePage(w, r)
@@ -209,20 +155,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// requestBase returns the last segment of the path the client asked for
-// (before any http.StripPrefix), or "" when that path ends with "/".
-func requestBase(r *http.Request) string {
-	u, err := url.ParseRequestURI(r.RequestURI)
-	if err != nil || strings.HasSuffix(u.Path, "/") {
-		return ""
-	}
-	b := path.Base(u.Path)
-	if b == "/" || b == "." {
-		return ""
-	}
-	return b
-}
-
 type pageData struct {
 	Nonce          string
 	Version        string
@@ -231,48 +163,19 @@ type pageData struct {
 }
 
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
-	var b [18]byte
-	_, _ = rand.Read(b[:])
-	nonce := base64.RawURLEncoding.EncodeToString(b[:])
+	nonce := webui.Nonce()
 	origins, _ := json.Marshal(h.origins)
-	var buf bytes.Buffer
-	if err := h.page.Execute(&buf, pageData{Nonce: nonce, Version: h.assetVer, APIURL: h.apiURL, AllowedOrigins: string(origins)}); err != nil {
-		http.Error(w, "connect UI template failed", http.StatusInternalServerError)
-		return
-	}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/html; charset=utf-8")
-	hd.Set("Content-Security-Policy", fmt.Sprintf(h.csp, nonce))
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(buf.Bytes())
+	webui.WritePage(w, h.page, pageData{Nonce: nonce, Version: h.assets.Version, APIURL: h.apiURL, AllowedOrigins: string(origins)},
+		fmt.Sprintf(h.csp, nonce))
 }
 
 func (h *Handler) serveAsset(w http.ResponseWriter, r *http.Request) {
-	a, ok := h.assets[r.PathValue("asset")]
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	hd := w.Header()
-	hd.Set("Content-Type", a.contentType)
-	hd.Set("ETag", a.etag)
-	hd.Set("Cache-Control", "public, max-age=300")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	if match := r.Header.Get("If-None-Match"); match != "" && match == a.etag {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	_, _ = w.Write(a.body)
+	h.assets.Serve(w, r, r.PathValue("asset"))
 }
 
 // Assets returns the names of the UI's assets (served under ui/).
 func (h *Handler) Assets() []string {
-	names := make([]string, 0, len(h.assets))
-	for n := range h.assets {
-		names = append(names, n)
-	}
+	names := h.assets.Names()
 	slices.Sort(names)
 	return names
 }
