@@ -22,7 +22,8 @@ import (
 // The list takes the query parameters type, operation, status (success or
 // failure), integration (an integration's unique key), connection_id,
 // since and until (RFC 3339 times: since <= created_at < until), limit (1
-// to 100, default 50) and cursor (the next_cursor of the page before), each
+// to 100, default 50), delivery_id (the attempts of one webhook
+// delivery) and cursor (the next_cursor of the page before), each
 // at most once; an empty value is the same as none, and any other
 // parameter is 400 invalid_query_params. It answers {"data": [entry...],
 // "next_cursor": string or null}, and GET of one {"data": entry}, or 404
@@ -115,7 +116,7 @@ func wireEntry(e *Entry) apiEntry {
 }
 
 // listQueryParams are the query parameters of the list.
-var listQueryParams = []string{"type", "operation", "status", "integration", "connection_id", "since", "until", "cursor", "limit"}
+var listQueryParams = []string{"type", "operation", "status", "integration", "connection_id", "delivery_id", "since", "until", "cursor", "limit"}
 
 // onlyQuery refuses query parameters other than allowed, and any given
 // more than once, naming each.
@@ -160,7 +161,7 @@ func listQuery(r *http.Request) (Filter, error) {
 		fe = append(fe, store.FieldError{Code: "invalid_value", Message: message, Path: []string{name}})
 	}
 	for name, dst := range map[string]*string{"type": &f.Type, "operation": &f.Operation,
-		"integration": &f.IntegrationKey, "connection_id": &f.ConnectionID} {
+		"integration": &f.IntegrationKey, "connection_id": &f.ConnectionID, "delivery_id": &f.DeliveryID} {
 		v := q.Get(name)
 		if v != "" && !validText(v) {
 			bad(name, fmt.Sprintf("must be 1 to %d characters without control characters", maxTextLen))

@@ -46,6 +46,9 @@ type Filter struct {
 	Status         string
 	IntegrationKey string
 	ConnectionID   string
+	// DeliveryID selects the attempts of one webhook delivery: the
+	// entries whose Meta["delivery_id"] is it.
+	DeliveryID string
 	// Since and Until bound CreatedAt: Since <= CreatedAt < Until.
 	Since time.Time
 	Until time.Time

@@ -177,6 +177,9 @@ func (s *Store) listLogsQuery(f oplog.Filter) (string, []any) {
 	if f.IntegrationKey != "" {
 		w.add("integration_key = ?", f.IntegrationKey)
 	}
+	if f.DeliveryID != "" {
+		w.add("meta->>'delivery_id' = ?", f.DeliveryID)
+	}
 	if f.ConnectionID != "" {
 		w.add("connection_id = ?", f.ConnectionID)
 	}

@@ -151,6 +151,9 @@ func listLogsSQL(f oplog.Filter) (string, []any) {
 	if f.IntegrationKey != "" {
 		add("integration_key = ?", f.IntegrationKey)
 	}
+	if f.DeliveryID != "" {
+		add("json_extract(meta, '$.delivery_id') = ?", f.DeliveryID)
+	}
 	if f.ConnectionID != "" {
 		add("connection_id = ?", f.ConnectionID)
 	}

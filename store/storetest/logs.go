@@ -32,7 +32,7 @@ func testLogFilters(t *testing.T, s Store) {
 			IntegrationKey: "slack", ConnectionID: "u1", CreatedAt: at(2)},
 		// Same CreatedAt as e3: the larger ID comes first.
 		{ID: "e4", EnvironmentID: a.ID, Type: "webhook", Operation: "delivery", Status: oplog.StatusSuccess,
-			Meta: map[string]any{}, CreatedAt: at(2)},
+			Meta: map[string]any{"delivery_id": "d-1", "attempt": float64(2)}, CreatedAt: at(2)},
 		{ID: "e5", EnvironmentID: b.ID, Type: "connection", Operation: "create", Status: oplog.StatusSuccess,
 			IntegrationKey: "github", ConnectionID: "u1", CreatedAt: at(3)},
 	}
@@ -65,6 +65,9 @@ func testLogFilters(t *testing.T, s Store) {
 		{"id of another environment", oplog.Filter{EnvironmentID: a.ID, ID: "e5"}, []*oplog.Entry{}},
 		{"id is exact", oplog.Filter{EnvironmentID: a.ID, ID: "e"}, []*oplog.Entry{}},
 		{"operation", oplog.Filter{EnvironmentID: a.ID, Operation: "create"}, []*oplog.Entry{e1}},
+		{"delivery", oplog.Filter{EnvironmentID: a.ID, DeliveryID: "d-1"}, []*oplog.Entry{e4}},
+		{"delivery is exact", oplog.Filter{EnvironmentID: a.ID, DeliveryID: "d-"}, []*oplog.Entry{}},
+		{"delivery of a meta without it", oplog.Filter{EnvironmentID: a.ID, DeliveryID: "OAUTH2"}, []*oplog.Entry{}},
 		{"status failure", oplog.Filter{EnvironmentID: a.ID, Status: oplog.StatusFailure}, []*oplog.Entry{e2}},
 		{"status success", oplog.Filter{EnvironmentID: a.ID, Status: oplog.StatusSuccess}, []*oplog.Entry{e4, e3, e1}},
 		{"operation and status", oplog.Filter{EnvironmentID: a.ID, Operation: "refresh", Status: oplog.StatusSuccess}, []*oplog.Entry{}},
