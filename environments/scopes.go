@@ -24,6 +24,24 @@ const (
 	ScopeProxy                = "environment:proxy"
 
 	ScopeEnvironmentVariablesRead = "environment:environment_variables:read"
+	// ScopeEnvironmentVariablesWrite replaces the environment's variables
+	// (PUT /environment-variables).
+	ScopeEnvironmentVariablesWrite = "environment:environment_variables:write"
+
+	// ScopeSettingsRead reads the environment's settings (GET
+	// /environment: webhook URLs and settings, connect UI branding,
+	// callback URL; never the webhook signing key); ScopeSettingsWrite
+	// changes them (PATCH /environment) and rotates the webhook signing
+	// key (POST /environment/webhook-signing-key).
+	ScopeSettingsRead  = "environment:settings:read"
+	ScopeSettingsWrite = "environment:settings:write"
+	// ScopeKeysRead lists the environment's API keys (GET
+	// /environment/api-keys: names, hints and scopes, never the keys);
+	// ScopeKeysWrite creates keys (with at most the scopes of the calling
+	// key) and revokes them (POST /environment/api-keys, DELETE
+	// /environment/api-keys/{id}).
+	ScopeKeysRead  = "environment:keys:read"
+	ScopeKeysWrite = "environment:keys:write"
 
 	// ScopeFunctionsRead lists deployed functions and their code
 	// (/integrations/{key}/functions, /scripts/config,
@@ -68,7 +86,8 @@ func AllScopes() []string {
 		ScopeConnectionsRead, ScopeConnectionsReadCredentials, ScopeConnectionsCreate,
 		ScopeConnectionsUpdate, ScopeConnectionsDelete,
 		ScopeConnectSessionsWrite, ScopeActionsExecute, ScopeProxy,
-		ScopeEnvironmentVariablesRead,
+		ScopeEnvironmentVariablesRead, ScopeEnvironmentVariablesWrite,
+		ScopeSettingsRead, ScopeSettingsWrite, ScopeKeysRead, ScopeKeysWrite,
 		ScopeWebhooksRead, ScopeWebhooksWrite,
 		ScopeFunctionsRead, ScopeFunctionsWrite, ScopeEnvironmentDeploy, ScopeSyncsRead, ScopeSyncsWrite,
 		ScopeRecordsRead, ScopeRecordsWrite,

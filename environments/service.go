@@ -238,8 +238,29 @@ type UpdateInput struct {
 }
 
 // Update changes an environment's settings. Webhook URLs are checked
-// first (see SetWebhookURLCheck): a refused one changes nothing.
+// first (see SetWebhookURLCheck): a refused one changes nothing. A new
+// webhook signing key signs the webhooks this process sends from then on
+// (other processes within the key cache TTL, see NewService).
 func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Environment, error) {
+	return s.update(ctx, id, in, nil)
+}
+
+// RotateWebhookSigningKey replaces the environment's webhook signing key
+// with a new random one and returns it: like an API key, it is shown only
+// this once. The webhooks this process sends from then on are signed with
+// it (other processes' within the key cache TTL, see NewService).
+func (s *Service) RotateWebhookSigningKey(ctx context.Context, id int64) (string, error) {
+	key := randomToken(32)
+	if _, err := s.Update(ctx, id, UpdateInput{WebhookSigningKey: &key}); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// update is Update, with patch, when not nil, applied to the environment
+// read in the transaction after the fields of in: a change of some members
+// of a setting that keeps the others as they are at that moment.
+func (s *Service) update(ctx context.Context, id int64, in UpdateInput, patch func(*Environment)) (*Environment, error) {
 	if in.WebhookURLs != nil {
 		if err := s.checkWebhookURLs(ctx, *in.WebhookURLs); err != nil {
 			return nil, err
@@ -280,6 +301,12 @@ func (s *Service) Update(ctx context.Context, id int64, in UpdateInput) (*Enviro
 				}
 			}
 			env.CallbackURL = *in.CallbackURL
+		}
+		if patch != nil {
+			patch(env)
+			if err := validateConnectUI(env.ConnectUI); err != nil {
+				return err
+			}
 		}
 		env.UpdatedAt = s.nowUTC()
 		if err := s.store.UpdateEnvironment(ctx, env); err != nil {
@@ -342,7 +369,7 @@ func validateURL(raw, field string) error {
 	return nil
 }
 
-var colorRe = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+var colorRe = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
 
 func validateConnectUI(c ConnectUISettings) error {
 	switch c.Theme {
@@ -352,7 +379,7 @@ func validateConnectUI(c ConnectUISettings) error {
 	}
 	for name, v := range map[string]string{"primary_color_light": c.PrimaryColorLight, "primary_color_dark": c.PrimaryColorDark} {
 		if v != "" && !colorRe.MatchString(v) {
-			return httpapi.InvalidField("must be a colour such as #00b2e3", name)
+			return httpapi.InvalidField("must be a colour such as #00b2e3 or #0be", name)
 		}
 	}
 	return nil
@@ -466,23 +493,36 @@ func (s *Service) loadPrincipal(ctx context.Context, h [32]byte) (*httpapi.Princ
 	return &httpapi.Principal{EnvironmentID: env.ID, Environment: env.Name, Account: env.Account, KeyID: key.ID, Scopes: key.Scopes}, nil
 }
 
-var varNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
+var varNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,254}$`)
 
-// SetVariables replaces the environment's variables. Names are letters,
-// digits and '_' not starting with a digit; values are sealed at rest.
+// Limits of environment variables.
+const (
+	// MaxVariables is the number of variables an environment may have.
+	MaxVariables = 1000
+	// MaxVariableValue is the longest value of a variable, in bytes.
+	MaxVariableValue = 64 << 10
+)
+
+// ValidVariableName reports whether name is a valid variable name: 1 to
+// 255 letters, digits and '_', not starting with a digit.
+func ValidVariableName(name string) bool { return varNameRe.MatchString(name) }
+
+// SetVariables replaces the environment's variables. Names are 1 to 255
+// letters, digits and '_' not starting with a digit; values are at most
+// MaxVariableValue bytes, sealed at rest; there are at most MaxVariables.
 func (s *Service) SetVariables(ctx context.Context, environmentID int64, vars map[string]string) error {
 	if _, err := s.Get(ctx, environmentID); err != nil {
 		return err
 	}
-	if len(vars) > 1000 {
-		return store.Invalid("invalid_body", "An environment has at most 1000 variables.")
+	if len(vars) > MaxVariables {
+		return store.Invalid("invalid_body", fmt.Sprintf("An environment has at most %d variables.", MaxVariables))
 	}
 	out := make([]Variable, 0, len(vars))
 	for name, value := range vars {
 		if !varNameRe.MatchString(name) {
 			return store.Invalid("invalid_body", fmt.Sprintf("Invalid variable name %q.", name))
 		}
-		if len(value) > 64<<10 {
+		if len(value) > MaxVariableValue {
 			return store.Invalid("invalid_body", fmt.Sprintf("The value of %s is longer than 64 KiB.", name))
 		}
 		sealed, err := s.keyring.Seal(ctx, purposeVariable, []byte(value))
