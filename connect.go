@@ -15,6 +15,7 @@ import (
 
 	"github.com/embedauth/connect/connections"
 	"github.com/embedauth/connect/connectui"
+	"github.com/embedauth/connect/console"
 	"github.com/embedauth/connect/egress"
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/functions"
@@ -195,6 +196,15 @@ type Config struct {
 	// ConnectHandler serve at /connect/. Its APIURL defaults to PublicURL
 	// (without a PublicURL, the UI calls the parent of its own address).
 	ConnectUI connectui.Config
+	// Console configures the operations console that Handler serves at
+	// /console/ and ConsoleHandler alone. Its APIURL defaults to PublicURL
+	// (without a PublicURL, the console calls the parent of its own
+	// address).
+	Console console.Config
+	// DisableConsole leaves the console out of Handler (ConsoleHandler
+	// still serves it, for a host that mounts it behind its own
+	// authentication).
+	DisableConsole bool
 	// Egress is the outbound address policy of every request to a provider
 	// built from stored or end-user input: the proxy, token and refresh
 	// requests (code exchange, refresh, client credentials, OAuth 1 and
@@ -457,6 +467,7 @@ type Service struct {
 	connections  *connections.Service
 	sessions     *connections.Sessions
 	connectUI    *connectui.Handler
+	console      *console.Handler
 	proxy        *proxy.Proxy
 	proxyCache   *cache.Cache[proxyKey, proxy.Packed]
 
@@ -613,6 +624,13 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: Config.ConnectUI: %w", err)
 	}
+	if cfg.Console.APIURL == "" {
+		cfg.Console.APIURL = cfg.PublicURL
+	}
+	consoleUI, err := console.New(cfg.Console)
+	if err != nil {
+		return nil, fmt.Errorf("connect: Config.Console: %w", err)
+	}
 	if cfg.Providers == nil {
 		cat, err := integrations.DefaultCatalog()
 		if err != nil {
@@ -620,7 +638,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.Providers = cat
 	}
-	s := &Service{cfg: cfg, store: cfg.Store, keyring: keyring, logger: cfg.Logger, connectUI: connectUI}
+	s := &Service{cfg: cfg, store: cfg.Store, keyring: keyring, logger: cfg.Logger, connectUI: connectUI, console: consoleUI}
 	// Nothing is sealed before the keys are checked against the Store.
 	keyring.Guard(s.checkEncryptionKeys)
 	switch {
@@ -1040,6 +1058,15 @@ func (s *Service) APIHandler() http.Handler {
 	return s.edge(s.sessions.Bearer(mux))
 }
 
+// ConsoleHandler serves the operations console, a browser application
+// that calls the API (APIHandler's routes) with an API key the operator
+// gives it; Handler serves it at /console/ unless Config.DisableConsole.
+// Mount it under a prefix with http.StripPrefix; put the host's own
+// authentication in front of it with any middleware. See package console.
+func (s *Service) ConsoleHandler() http.Handler {
+	return s.edge(s.console)
+}
+
 // MCPHandler serves the two MCP servers (streamable HTTP, stateless),
 // which Handler and APIHandler serve too:
 //
@@ -1135,6 +1162,9 @@ func (s *Service) Handler() http.Handler {
 	s.registerProxy(mux)
 	s.sessions.PublicRoutes(mux)
 	s.connectUI.Register(mux, connectui.DefaultPath)
+	if !s.cfg.DisableConsole {
+		s.console.Register(mux, console.DefaultPath)
+	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]string{"result": "ok"})
 	})
