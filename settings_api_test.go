@@ -411,7 +411,9 @@ func TestAPIKeysAPI(t *testing.T) {
 		// Revoke: the key is refused at once (it was cached: it has just
 		// been used, and the clock does not move).
 		bu.mustDo(t, 200, req{method: "GET", path: "/connections", key: newKey})
-		bu.mustDo(t, 204, req{method: "DELETE", path: fmt.Sprintf("/environment/api-keys/%d", newID), key: manager})
+		// (manager may not revoke it: it holds scopes manager lacks.)
+		bu.mustDo(t, 403, req{method: "DELETE", path: fmt.Sprintf("/environment/api-keys/%d", newID), key: manager})
+		bu.mustDo(t, 204, req{method: "DELETE", path: fmt.Sprintf("/environment/api-keys/%d", newID)})
 		if r := bu.do(t, req{method: "GET", path: "/connections", key: newKey}); r.status != 401 || r.errCode() != "unknown_account" {
 			t.Errorf("a revoked key = %d %s, want 401 unknown_account", r.status, r.raw)
 		}
@@ -427,6 +429,13 @@ func TestAPIKeysAPI(t *testing.T) {
 			t.Errorf("revoking the calling key = %d %s, want 409 cannot_revoke_own_key", r.status, r.raw)
 		}
 		bu.mustDo(t, 200, req{method: "GET", path: "/environment/api-keys", key: manager})
+
+		// Nor revoke a key holding scopes it does not hold itself.
+		r = bu.do(t, req{method: "DELETE", path: fmt.Sprintf("/environment/api-keys/%d", fullID), key: manager})
+		if r.status != 403 || r.errCode() != "forbidden" || !strings.Contains(string(r.raw), environments.ScopeAll) {
+			t.Errorf("revoking an environment:* key with a narrower one = %d %s, want 403 forbidden naming environment:*", r.status, r.raw)
+		}
+		bu.mustDo(t, 200, req{method: "GET", path: "/environment/api-keys"})
 
 		// Another environment's keys: 404, untouched.
 		other, err := envs.Create(ctx, environments.CreateInput{Name: "other"})

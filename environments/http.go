@@ -347,6 +347,19 @@ func (s *Service) deleteKeyHTTP(w http.ResponseWriter, r *http.Request, p *httpa
 		return store.Conflict("cannot_revoke_own_key",
 			"An API key cannot revoke itself: revoke it with another key of the environment.")
 	}
+	// No escalation by revocation either: a key may revoke only keys
+	// whose scopes it holds itself (environment:* only by environment:*).
+	keys, err := s.ListAPIKeys(r.Context(), p.EnvironmentID)
+	if err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(keys, func(k *APIKey) bool { return k.ID == id }); i >= 0 {
+		for _, sc := range keys[i].Scopes {
+			if !p.Allows(sc) {
+				return store.Errorf(store.ErrForbidden, "forbidden", "The API key lacks the scope %s, which the key to revoke holds.", sc)
+			}
+		}
+	}
 	if err := s.DeleteAPIKey(r.Context(), p.EnvironmentID, id); err != nil {
 		return err
 	}
