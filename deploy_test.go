@@ -3,6 +3,7 @@ package connect_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -805,6 +806,30 @@ func TestDeployBundle(t *testing.T) {
 		}
 		if n := len(f.stored(t)); n != 0 {
 			t.Errorf("%d functions left", n)
+		}
+	})
+}
+
+// TestDeployLogged: a deployment is an entry of the operations log (type
+// deploy) naming what it changed.
+func TestDeployLogged(t *testing.T) {
+	backends(t, func(t *testing.T, b *backend) {
+		f := setupDeploy(t, b)
+		f.deploy(t, capturedBody(t, "all-deploy.json", nil))
+		var e map[string]any
+		waitFor(t, 10*time.Second, "the deployment's log entry", func() bool {
+			r := f.mustDo(t, 200, req{method: "GET", path: "/logs/operations?type=deploy"})
+			data, _ := r.obj()["data"].([]any)
+			if len(data) == 0 {
+				return false
+			}
+			e = data[0].(map[string]any)
+			return true
+		})
+		meta, _ := e["meta"].(map[string]any)
+		if e["status"] != "success" || e["operation"] != "deploy" || e["integration"] != "fake" ||
+			!strings.Contains(fmt.Sprint(meta["new"]), "fake/action/create-item@1.0.0") || meta["runtime"] != functions.JavaScriptRuntime {
+			t.Errorf("the deployment's entry = %v", e)
 		}
 	})
 }

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/embedauth/connect/internal/httpapi"
 	"github.com/embedauth/connect/jobs"
+	"github.com/embedauth/connect/oplog"
 	"github.com/embedauth/connect/store"
 )
 
@@ -338,10 +340,45 @@ func (s *Service) DeployFunctions(ctx context.Context, d *Deployment) (*DeployCh
 			s.forgetFunction(f.EnvironmentID, f.Integration, f.Kind, f.Name)
 		}
 	}
+	s.logDeployment(ctx, d, out, err)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// logDeployment records a deployment, or its failure, in the operations
+// log (type deploy): what it changed, by integration and name.
+func (s *Service) logDeployment(ctx context.Context, d *Deployment, out *DeployChanges, err error) {
+	e := &oplog.Entry{EnvironmentID: d.EnvironmentID, Type: "deploy", Operation: "deploy", Status: oplog.StatusSuccess}
+	names := func(fs []*Function) []string {
+		out := make([]string, 0, len(fs))
+		for _, f := range fs {
+			out = append(out, f.Integration+"/"+string(f.Kind)+"/"+f.Name+"@"+f.Version)
+		}
+		return out
+	}
+	ints := map[string]bool{}
+	for _, f := range d.Functions {
+		ints[f.Integration] = true
+	}
+	if len(ints) == 1 {
+		for k := range ints {
+			e.IntegrationKey = k
+		}
+	}
+	e.Meta = map[string]any{"runtime": d.Runtime, "reconcile": d.Reconcile, "functions": len(d.Functions)}
+	if err != nil {
+		e.Status = oplog.StatusFailure
+		_, detail := httpapi.Resolve(err)
+		e.Message = fmt.Sprintf("Deployment of %d functions failed: %s", len(d.Functions), detail.Message)
+		e.Meta["error"] = detail.Code
+	} else if out != nil {
+		e.Message = fmt.Sprintf("Deployed %d functions: %d new, %d updated, %d unchanged, %d deleted",
+			len(d.Functions), len(out.New), len(out.Updated), len(out.Unchanged), len(out.Deleted))
+		e.Meta["new"], e.Meta["updated"], e.Meta["deleted"] = names(out.New), names(out.Updated), names(out.Deleted)
+	}
+	s.recordLater(ctx, e)
 }
 
 // deployAttempts bounds the transactions of one deployment.
