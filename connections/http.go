@@ -29,20 +29,37 @@ type APIConnection struct {
 
 // APIConnectionFull is the single form of a connection, with credentials.
 type APIConnectionFull struct {
-	ID                 int64               `json:"id"`
-	ConnectionID       string              `json:"connection_id"`
-	ProviderConfigKey  string              `json:"provider_config_key"`
-	Provider           string              `json:"provider"`
-	ConnectionConfig   map[string]any      `json:"connection_config"`
-	WebhookURLOverride *string             `json:"webhook_url_override"`
-	CreatedAt          string              `json:"created_at"`
-	UpdatedAt          string              `json:"updated_at"`
-	LastFetchedAt      *string             `json:"last_fetched_at"`
-	Metadata           map[string]any      `json:"metadata"`
-	Errors             []Error             `json:"errors"`
-	EndUser            *APIEndUser         `json:"end_user"`
-	Tags               map[string]string   `json:"tags"`
-	Credentials        *APICredentialsBody `json:"credentials,omitempty"`
+	ID                 int64             `json:"id"`
+	ConnectionID       string            `json:"connection_id"`
+	ProviderConfigKey  string            `json:"provider_config_key"`
+	Provider           string            `json:"provider"`
+	ConnectionConfig   map[string]any    `json:"connection_config"`
+	WebhookURLOverride *string           `json:"webhook_url_override"`
+	CreatedAt          string            `json:"created_at"`
+	UpdatedAt          string            `json:"updated_at"`
+	LastFetchedAt      *string           `json:"last_fetched_at"`
+	Metadata           map[string]any    `json:"metadata"`
+	Errors             []Error           `json:"errors"`
+	EndUser            *APIEndUser       `json:"end_user"`
+	Tags               map[string]string `json:"tags"`
+	// Auth is the state of the credentials, without any secret: in every
+	// answer, whatever the key's scopes.
+	Auth        APIAuthState        `json:"auth"`
+	Credentials *APICredentialsBody `json:"credentials,omitempty"`
+}
+
+// APIAuthState is the state of a connection's credentials, without any
+// secret: what an operator needs to tell why a connection broke.
+type APIAuthState struct {
+	// Mode is the auth mode (OAUTH2, API_KEY, ...).
+	Mode string `json:"mode"`
+	// ExpiresAt is when the credentials expire; null when they do not,
+	// or when it is not known.
+	ExpiresAt *string `json:"expires_at"`
+	// LastRefreshFailure is when a refresh last failed; null after a
+	// success. RefreshAttempts counts the failures since.
+	LastRefreshFailure *string `json:"last_refresh_failure"`
+	RefreshAttempts    int     `json:"refresh_attempts"`
 }
 
 // APIEndUser is the end user derived from a connection's conventional tags.
@@ -111,6 +128,8 @@ func APIFull(c *Connection, withCredentials, withRefreshToken bool) APIConnectio
 		ConnectionConfig: c.ConnectionConfig, CreatedAt: httpapi.Time(c.CreatedAt), UpdatedAt: httpapi.Time(c.UpdatedAt),
 		LastFetchedAt: httpapi.TimePtr(c.LastFetchedAt), Metadata: c.Metadata, Errors: nonNilErrors(c.Errors),
 		EndUser: apiEndUser(c.Tags), Tags: nonNilTags(c.Tags),
+		Auth: APIAuthState{Mode: c.AuthMode, ExpiresAt: httpapi.TimePtr(c.CredentialsExpiresAt),
+			LastRefreshFailure: httpapi.TimePtr(c.LastRefreshFailure), RefreshAttempts: c.RefreshAttempts},
 	}
 	if out.ConnectionConfig == nil {
 		out.ConnectionConfig = map[string]any{}

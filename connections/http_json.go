@@ -64,6 +64,22 @@ func (a fullAnswer) AppendJSON(dst []byte) ([]byte, error) {
 	} else {
 		dst = jsonvalue.AppendStringMap(dst, c.Tags)
 	}
+	dst = append(dst, `,"auth":{"mode":`...)
+	dst = jsonvalue.AppendString(dst, c.AuthMode)
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{`,"expires_at":`, c.CredentialsExpiresAt}, {`,"last_refresh_failure":`, c.LastRefreshFailure}} {
+		dst = append(dst, f.name...)
+		if f.t == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = appendTime(dst, *f.t)
+		}
+	}
+	dst = append(dst, `,"refresh_attempts":`...)
+	dst = jsonInt(dst, int64(c.RefreshAttempts))
+	dst = append(dst, '}')
 	if a.withCredentials && c.Credentials != nil {
 		dst = append(dst, `,"credentials":`...)
 		if dst, err = APICredentials(c.Credentials, a.withRefreshToken).appendJSON(dst); err != nil {

@@ -133,6 +133,10 @@ func TestAnswerMatchesMarshal(t *testing.T) {
 		if r.IntN(2) == 0 {
 			c.Errors = []connections.Error{{Type: randomText(r), LogID: randomText(r)}, {Type: "auth"}}
 		}
+		if r.IntN(2) == 0 {
+			exp, failed := time.Unix(int64(i)*7, int64(r.IntN(1e9))).UTC(), time.Now()
+			c.AuthMode, c.CredentialsExpiresAt, c.LastRefreshFailure, c.RefreshAttempts = randomText(r), &exp, &failed, r.IntN(9)
+		}
 		if r.IntN(5) > 0 {
 			c.Credentials = randomCredentials(r, 1)
 		}
