@@ -375,7 +375,7 @@ func TestProvidersAPI(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(string(body), ">G</text>") {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(string(body), "<path") {
 		t.Errorf("logo: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }

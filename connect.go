@@ -90,6 +90,15 @@ type Config struct {
 	// providers refuse the relative redirect URI: set it in production.
 	PublicURL string
 
+	// LogoBaseURL is where the host serves provider logos of its own, an
+	// absolute http or https URL without query or fragment: when set, the
+	// logo URL of every provider without a logo of its own in the
+	// catalogue is LogoBaseURL + "/" + provider + ".svg", and
+	// GET /providers/{provider}/logo.svg redirects there. Empty (the
+	// default): that route serves the logos this library embeds (from two
+	// CC0 icon sets) and a monogram for the other providers.
+	LogoBaseURL string
+
 	// RateLimitRequests is the number of requests an account may make per
 	// RateLimitWindow. Defaults to 3000; negative disables rate limiting.
 	RateLimitRequests int
@@ -662,6 +671,9 @@ func New(cfg Config) (*Service, error) {
 			s.functions.ForgetIntegration(env, key)
 		}
 	}}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
+	if err := s.integrations.SetLogoBaseURL(cfg.LogoBaseURL); err != nil {
+		return nil, fmt.Errorf("connect: Config.LogoBaseURL: %w", err)
+	}
 	s.connections = connections.NewService(proxyCacheInvalidator{cfg.Store, s.proxyCache}, cfg.Store, cfg.Providers, keyring, s.log, cfg.Now)
 	s.connections.SetMaxImportBody(cfg.MaxImportBody)
 	// Webhook URLs are checked against the webhook address policy when

@@ -386,7 +386,9 @@ func (ss *Sessions) getProvider(w http.ResponseWriter, r *http.Request) error {
 	if errors.As(ss.conns.catalog.Unusable(name), &u) {
 		a.Unusable = u.Reason()
 	}
-	if strings.HasPrefix(a.LogoURL, "/") {
+	if ss.cfg.Integrations != nil {
+		a.LogoURL = ss.cfg.Integrations.LogoURL(p, ss.cfg.PublicURL)
+	} else if strings.HasPrefix(a.LogoURL, "/") {
 		a.LogoURL = strings.TrimRight(ss.cfg.PublicURL, "/") + a.LogoURL
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": a})

@@ -87,6 +87,15 @@
 // The wire form served by GET /providers and GET /providers/{provider} is
 // [Provider.API].
 //
+// # Logos
+//
+// [Service.LogoHandler] serves GET /providers/{provider}/logo.svg: the
+// provider's logo when this package embeds one ([HasLogo]; SVGs from two
+// CC0 icon sets, matched to provider keys and run through an allow-list
+// sanitiser by the generator in internal/genlogos, go generate), else a
+// monogram. [Service.LogoURL] is the address of a provider's logo in the
+// wire forms; [Service.SetLogoBaseURL] points both at a host's own files.
+//
 // # Loading provider files
 //
 // [Load] and [LoadFile] read either our format (a document with a

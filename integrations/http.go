@@ -90,7 +90,7 @@ func apiCredentials(c *Credentials) *APICredentials {
 
 func (s *Service) logo(provider string) string {
 	if p, ok := s.catalog.Lookup(provider); ok {
-		return absolute(s.publicURL, p.LogoURL())
+		return s.LogoURL(p, s.publicURL)
 	}
 	return ""
 }
@@ -130,7 +130,7 @@ func (s *Service) API(it *Integration, withCredentials bool, webhookURL string) 
 // absolute, and why it cannot be used when it cannot.
 func (s *Service) apiProvider(p *Provider, publicURL string) APIProvider {
 	a := p.API()
-	a.LogoURL = absolute(publicURL, a.LogoURL)
+	a.LogoURL = s.LogoURL(p, publicURL)
 	var u *UnusableError
 	if errors.As(s.catalog.Unusable(p.Name), &u) {
 		a.Unusable = u.Reason()

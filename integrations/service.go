@@ -59,6 +59,7 @@ type Service struct {
 	now     func() time.Time
 
 	publicURL string // set by Routes
+	logoBase  string // set by SetLogoBaseURL
 }
 
 // NewService is called by connect.New.

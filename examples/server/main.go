@@ -64,6 +64,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	// A connect session's connect_link is the connect UI's address with
 	// ?session_token=: CONNECT_UI_URL, else CONNECT_PUBLIC_URL + "/connect/".
 	cfg.ConnectUIURL = getenv("CONNECT_UI_URL")
+	// Provider logos from the host's own directory: CONNECT_LOGO_BASE_URL
+	// + "/" + provider + ".svg" (connect.New checks the URL).
+	cfg.LogoBaseURL = getenv("CONNECT_LOGO_BASE_URL")
 	if v := getenv("CONNECT_RATE_LIMIT"); v != "" {
 		if cfg.RateLimitRequests, err = strconv.Atoi(v); err != nil {
 			return fmt.Errorf("CONNECT_RATE_LIMIT %q is not an integer", v)

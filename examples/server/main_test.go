@@ -244,6 +244,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"bad public url":    {"CONNECT_PUBLIC_URL": "nope"},
 		"public url query":  {"CONNECT_PUBLIC_URL": "http://localhost:3003/auth?x=1"},
 		"public url dots":   {"CONNECT_PUBLIC_URL": "http://localhost:3003/a/../b"},
+		"bad logo base url": {"CONNECT_LOGO_BASE_URL": "ftp://logos.example.com"},
 		"bad proxy policy":  {"CONNECT_PROXY_ALLOW_PRIVATE_NETWORKS": "yes"},
 		"bad provider flag": {"CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS": "1"},
 		"bad webhook flag":  {"CONNECT_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "no"},
