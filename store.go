@@ -22,6 +22,8 @@ type Store interface {
 	connections.Store
 	connections.SessionStore
 	oplog.Store
+	// Counter counts the operations log over time (GET /logs/stats).
+	oplog.Counter
 	webhooks.Store
 	webhooks.Requeuer
 	// The Pruners delete what retention and the storage quota of

@@ -8,7 +8,9 @@
 // per key and interval, counting those it leaves out.
 //
 // [Writer.Routes] serves the log of an API key's environment over HTTP
-// (GET /logs/operations, filtered and paged with an opaque cursor, and GET
-// /logs/operations/{id}), with the scope environment:logs:read;
-// [Writer.ListPage] and [Writer.Get] do the same from Go.
+// (GET /logs/operations, filtered and paged with an opaque cursor, GET
+// /logs/operations/{id}, and GET /logs/stats, the counts by hour or day),
+// with the scope environment:logs:read; [Writer.ListPage], [Writer.Get]
+// and [Writer.Stats] do the same from Go. Stats needs a Store that is a
+// [Counter].
 package oplog

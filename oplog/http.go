@@ -14,10 +14,11 @@ import (
 )
 
 // Routes registers the operations log API, for the API key's environment,
-// both with the scope environments.ScopeLogsRead (environment:logs:read):
+// each with the scope environments.ScopeLogsRead (environment:logs:read):
 //
 //	GET /logs/operations        list, newest first
 //	GET /logs/operations/{id}   one entry
+//	GET /logs/stats             counts by bucket of time (see Writer.Stats)
 //
 // The list takes the query parameters type, operation, status (success or
 // failure), integration (an integration's unique key), connection_id,
@@ -31,6 +32,13 @@ import (
 // An entry is {"id", "type", "operation", "status", "integration" (null
 // for none), "connection_id" (null for none), "message", "meta" (an object
 // or null), "created_at"}. Entries hold no secrets.
+//
+// The stats take since and until (RFC 3339; default until now and since
+// 24 hours before until) and bucket (hour, the default, or day), each at
+// most once, and answer {"data": {"bucket", "series": [{"start", "counts":
+// [{"type", "operation", "status", "count"}]}]}}: one element per bucket
+// of the span, empty ones included (counts []). A span of more than
+// MaxStatsBuckets buckets is 400 invalid_query_params.
 func (w *Writer) Routes(rt *httpapi.Router) {
 	rt.Handle(httpapi.Route{
 		Pattern: "GET /logs/operations",
@@ -72,6 +80,123 @@ func (w *Writer) Routes(rt *httpapi.Router) {
 			return nil
 		},
 	})
+	rt.Handle(httpapi.Route{
+		Pattern: "GET /logs/stats",
+		Scope:   environments.ScopeLogsRead,
+		Handler: func(rw http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+			f, err := w.statsQuery(r)
+			if err != nil {
+				return err
+			}
+			f.EnvironmentID = p.EnvironmentID
+			st, err := w.Stats(r.Context(), f)
+			if err != nil {
+				return err
+			}
+			httpapi.WriteJSON(rw, http.StatusOK, map[string]apiStats{"data": wireStats(st)})
+			return nil
+		},
+	})
+}
+
+// apiStats are the counts of GET /logs/stats on the wire.
+type apiStats struct {
+	Bucket Bucket           `json:"bucket"`
+	Series []apiStatsBucket `json:"series"`
+}
+
+type apiStatsBucket struct {
+	Start  string     `json:"start"`
+	Counts []apiCount `json:"counts"`
+}
+
+type apiCount struct {
+	Type      string `json:"type"`
+	Operation string `json:"operation"`
+	Status    string `json:"status"`
+	Count     int64  `json:"count"`
+}
+
+func wireStats(st *Stats) apiStats {
+	out := apiStats{Bucket: st.Bucket, Series: make([]apiStatsBucket, len(st.Series))}
+	for i, b := range st.Series {
+		wb := apiStatsBucket{Start: httpapi.Time(b.Start), Counts: make([]apiCount, len(b.Counts))}
+		for j, c := range b.Counts {
+			wb.Counts[j] = apiCount{Type: c.Type, Operation: c.Operation, Status: c.Status, Count: c.Count}
+		}
+		out.Series[i] = wb
+	}
+	return out
+}
+
+func spanBuckets(f CountFilter) int {
+	_, n := span(f.Bucket, f.Since, f.Until)
+	return n
+}
+
+// DefaultStatsSpan is the span GET /logs/stats counts when since is not
+// given: the 24 hours before until.
+const DefaultStatsSpan = 24 * time.Hour
+
+// statsQuery reads the query of GET /logs/stats into a CountFilter
+// (without its environment), with its defaults. Every parameter in error
+// is named in the one error it returns.
+func (w *Writer) statsQuery(r *http.Request) (CountFilter, error) {
+	f := CountFilter{Bucket: BucketHour}
+	if err := onlyQuery(r, "since", "until", "bucket"); err != nil {
+		return f, err
+	}
+	q := r.URL.Query()
+	var fe []store.FieldError
+	bad := func(name, message string) {
+		fe = append(fe, store.FieldError{Code: "invalid_value", Message: message, Path: []string{name}})
+	}
+	switch v := q.Get("bucket"); v {
+	case "":
+	case string(BucketHour), string(BucketDay):
+		f.Bucket = Bucket(v)
+	default:
+		bad("bucket", "must be hour or day")
+	}
+	// A time given (the zero time included) is not a default.
+	var since, until *time.Time
+	for name, dst := range map[string]**time.Time{"since": &since, "until": &until} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			bad(name, "must be an RFC 3339 time such as 2026-05-01T12:00:00Z (a + of an offset is %2B in a query)")
+			continue
+		}
+		t = ceilMicro(t).UTC()
+		*dst = &t
+	}
+	if len(fe) > 0 {
+		return f, invalidQuery(fe)
+	}
+	if until != nil {
+		f.Until = *until
+	} else {
+		now := time.Now
+		if w.Now != nil {
+			now = w.Now
+		}
+		f.Until = ceilMicro(now()).UTC()
+	}
+	if since != nil {
+		f.Since = *since
+	} else {
+		f.Since = f.Until.Add(-DefaultStatsSpan)
+	}
+	switch {
+	case !f.Until.After(f.Since):
+		bad("until", "must be after since")
+	case spanBuckets(f) > MaxStatsBuckets:
+		bad("since", bucketsMessage(f.Bucket))
+	}
+	return f, invalidQuery(fe)
 }
 
 // apiEntry is an entry on the wire.

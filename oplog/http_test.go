@@ -112,3 +112,75 @@ func TestCeilMicro(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsQuery: the query of GET /logs/stats becomes a CountFilter, by
+// default the 24 hours before now by hour; a bad query is
+// invalid_query_params naming each parameter in error.
+func TestStatsQuery(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 12, 34, 56, 789, time.UTC)
+	w := &Writer{Now: func() time.Time { return now }}
+	up := now.Truncate(time.Microsecond).Add(time.Microsecond)
+	h := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		query string
+		want  CountFilter
+	}{
+		{"", CountFilter{Since: up.Add(-24 * time.Hour), Until: up, Bucket: BucketHour}},
+		{"bucket=&since=&until=", CountFilter{Since: up.Add(-24 * time.Hour), Until: up, Bucket: BucketHour}},
+		{"bucket=day", CountFilter{Since: up.Add(-24 * time.Hour), Until: up, Bucket: BucketDay}},
+		{"since=2026-05-01T12:00:00Z", CountFilter{Since: h, Until: up, Bucket: BucketHour}},
+		{"until=2026-05-01T12:00:00Z", CountFilter{Since: h.Add(-24 * time.Hour), Until: h, Bucket: BucketHour}},
+		{"since=2026-05-01T14:00:00%2B02:00&until=2026-05-01T13:00:00.0000001Z&bucket=hour",
+			CountFilter{Since: h, Until: h.Add(time.Hour + time.Microsecond), Bucket: BucketHour}},
+		{"since=2023-08-05T00:00:00Z&until=2026-05-01T00:00:00Z&bucket=day", CountFilter{Since: time.Date(2023, 8, 5, 0, 0, 0, 0, time.UTC),
+			Until: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), Bucket: BucketDay}},
+	} {
+		f, err := w.statsQuery(httptest.NewRequest("GET", "/logs/stats?"+tc.query, nil))
+		if err != nil {
+			t.Errorf("%q: %v", tc.query, err)
+			continue
+		}
+		if d := cmp.Diff(tc.want, f); d != "" {
+			t.Errorf("%q: filter (-want +got):\n%s", tc.query, d)
+		}
+	}
+
+	for _, tc := range []struct {
+		query string
+		paths []string
+		msg   string // in the first field error
+	}{
+		{"limit=1", []string{"limit"}, `unknown parameter "limit"; the list takes since, until, bucket`},
+		{"bucket=hour&bucket=day", []string{"bucket"}, "given more than once"},
+		{"bucket=week", []string{"bucket"}, "must be hour or day"},
+		{"bucket=HOUR", []string{"bucket"}, "must be hour or day"},
+		{"since=yesterday", []string{"since"}, "must be an RFC 3339 time"},
+		{"until=2026-05-01", []string{"until"}, "must be an RFC 3339 time"},
+		{"since=2026-05-01T12:00:00+02:00", []string{"since"}, "%2B"},
+		{"since=2026-05-01T12:00:00Z&until=2026-05-01T12:00:00Z", []string{"until"}, "must be after since"},
+		{"since=2026-05-02T12:00:00Z", []string{"until"}, "must be after since"},
+		{"since=2026-03-20T00:00:00Z&until=2026-05-01T16:00:01Z", []string{"since"}, "spans more than 1000 hours"},
+		{"since=2023-08-04T00:00:00Z&until=2026-05-01T00:00:00Z&bucket=day", []string{"since"}, "spans more than 1000 days"},
+		{"since=0001-01-01T00:00:00Z&until=9999-12-31T23:59:59Z&bucket=day", []string{"since"}, "spans more than 1000 days"},
+		// Every parameter in error at once.
+		{"bucket=x&since=x&until=y", []string{"bucket", "since", "until"}, "must be hour or day"},
+	} {
+		_, err := w.statsQuery(httptest.NewRequest("GET", "/logs/stats?"+tc.query, nil))
+		var se *store.Error
+		if !errors.As(err, &se) || !errors.Is(err, store.ErrInvalid) || se.Code != "invalid_query_params" {
+			t.Errorf("%q: error %v, want invalid_query_params", tc.query, err)
+			continue
+		}
+		var paths []string
+		for _, fe := range se.Errors {
+			paths = append(paths, fe.Path...)
+		}
+		if d := cmp.Diff(tc.paths, paths); d != "" {
+			t.Errorf("%q: paths (-want +got):\n%s", tc.query, d)
+		}
+		if len(se.Errors) == 0 || !strings.Contains(se.Errors[0].Message, tc.msg) {
+			t.Errorf("%q: errors %+v, want the first to say %q", tc.query, se.Errors, tc.msg)
+		}
+	}
+}

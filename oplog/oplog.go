@@ -82,6 +82,19 @@ type Store interface {
 	ListLogs(ctx context.Context, f Filter) ([]*Entry, error)
 }
 
+// Counter is the part of a Store that counts entries over time
+// (Writer.Stats, GET /logs/stats). store/sqlite and store/postgres
+// implement it.
+type Counter interface {
+	// CountLogs counts the entries of f.EnvironmentID (every environment
+	// for 0) with f.Since <= CreatedAt < f.Until, grouped by the bucket
+	// that holds their CreatedAt (f.Bucket.Start), Type, Operation and
+	// Status, in one read: one Count per group that has entries, in any
+	// order. A Bucket other than BucketHour and BucketDay is
+	// store.ErrInvalid.
+	CountLogs(ctx context.Context, f CountFilter) ([]Count, error)
+}
+
 // Pruner is the part of a Store that applies the retention of the log
 // (connect.Service.Retain).
 type Pruner interface {

@@ -10,9 +10,15 @@ import (
 	"github.com/embedauth/connect/store"
 )
 
-// listStore is a Store whose ListLogs is a function; it appends nothing.
+// listStore is a Store whose ListLogs and CountLogs are functions; it
+// appends nothing.
 type listStore struct {
-	ListLogsFunc func(f oplog.Filter) ([]*oplog.Entry, error)
+	ListLogsFunc  func(f oplog.Filter) ([]*oplog.Entry, error)
+	CountLogsFunc func(f oplog.CountFilter) ([]oplog.Count, error)
+}
+
+func (s listStore) CountLogs(_ context.Context, f oplog.CountFilter) ([]oplog.Count, error) {
+	return s.CountLogsFunc(f)
 }
 
 func (s listStore) AppendLog(context.Context, *oplog.Entry) error    { return nil }

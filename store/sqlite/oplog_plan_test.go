@@ -64,3 +64,39 @@ func TestListLogsQueryPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestCountLogsQueryPlan: CountLogs reads the environment's range of its
+// index on (environment_id, created_at), not the table.
+func TestCountLogsQueryPlan(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), MemoryPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	since := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	q, args := countLogsSQL(oplog.CountFilter{EnvironmentID: 1, Since: since, Until: since.Add(24 * time.Hour), Bucket: oplog.BucketHour})
+	rows, err := s.w.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if !strings.Contains(text, "USING INDEX operations_log_environment_id_created_at_idx (environment_id=? AND created_at>? AND created_at<?)") {
+		t.Errorf("the plan does not read the environment's range of its index:\n%s", text)
+	}
+	if strings.Contains(text, "SCAN operations_log") {
+		t.Errorf("the plan scans the table:\n%s", text)
+	}
+}

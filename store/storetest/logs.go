@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ var logTests = []test{
 	{"Limit", testLogLimit},
 	{"Conflict", testLogConflict},
 	{"Paging", testLogPaging},
+	{"Counts", testLogCounts},
 }
 
 func testLogFilters(t *testing.T, s Store) {
@@ -241,4 +243,111 @@ func testLogPaging(t *testing.T, s Store) {
 	rest, err := s.ListLogs(ctx, oplog.Filter{EnvironmentID: a.ID, After: &oplog.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}})
 	must(t, err)
 	diff(t, "the rest of a listing under way", want[4:], rest)
+}
+
+// testLogCounts: CountLogs groups the entries of a span by bucket (whole
+// UTC hours or days), type, operation and status. An entry at a bucket's
+// start is in that bucket, one a microsecond before it in the bucket
+// before; since is inclusive and until exclusive, also when given in
+// another time zone; other environments are not counted unless the
+// environment is 0.
+func testLogCounts(t *testing.T, s Store) {
+	ctx := t.Context()
+	a := newEnv(t, s, "a")
+	b := newEnv(t, s, "b")
+	h := time.Date(2025, 3, 14, 15, 0, 0, 0, time.UTC) // a bucket's start
+	us := time.Microsecond
+	type entry struct {
+		env                    int64
+		at                     time.Time
+		typ, operation, status string
+	}
+	n := 0
+	for _, e := range []entry{
+		{a.ID, h, "auth", "refresh", oplog.StatusFailure},
+		{a.ID, h.Add(20 * time.Minute), "auth", "refresh", oplog.StatusFailure},
+		{a.ID, h.Add(30 * time.Minute), "auth", "refresh", oplog.StatusSuccess},
+		{a.ID, h.Add(time.Hour - us), "proxy", "call", oplog.StatusSuccess},
+		{a.ID, h.Add(time.Hour), "proxy", "call", oplog.StatusSuccess},
+		{a.ID, h.Add(time.Hour + us), "proxy", "call", oplog.StatusSuccess},
+		{a.ID, h.Add(-us), "sync", "run", oplog.StatusSuccess},
+		{a.ID, h.Add(3 * time.Hour), "sync", "run", oplog.StatusFailure},
+		{a.ID, h.Add(9*time.Hour - us), "sync", "run", oplog.StatusFailure}, // 23:59:59.999999
+		{a.ID, h.Add(9 * time.Hour), "sync", "run", oplog.StatusFailure},    // the next day
+		{b.ID, h.Add(10 * time.Minute), "auth", "refresh", oplog.StatusFailure},
+	} {
+		n++
+		must(t, s.AppendLog(ctx, &oplog.Entry{ID: fmt.Sprintf("c%02d", n), EnvironmentID: e.env, Type: e.typ, Operation: e.operation,
+			Status: e.status, CreatedAt: e.at}))
+	}
+	count := func(start time.Time, typ, op, status string, c int64) oplog.Count {
+		return oplog.Count{Start: start, Type: typ, Operation: op, Status: status, Count: c}
+	}
+	day := time.Date(2025, 3, 14, 0, 0, 0, 0, time.UTC)
+	plus2 := time.FixedZone("", 2*3600)
+	for _, tc := range []struct {
+		name string
+		f    oplog.CountFilter
+		want []oplog.Count
+	}{
+		{"hours", oplog.CountFilter{EnvironmentID: a.ID, Since: h.Add(-time.Hour), Until: h.Add(4 * time.Hour), Bucket: oplog.BucketHour},
+			[]oplog.Count{
+				count(h.Add(-time.Hour), "sync", "run", oplog.StatusSuccess, 1),
+				count(h, "auth", "refresh", oplog.StatusFailure, 2),
+				count(h, "auth", "refresh", oplog.StatusSuccess, 1),
+				count(h, "proxy", "call", oplog.StatusSuccess, 1),
+				count(h.Add(time.Hour), "proxy", "call", oplog.StatusSuccess, 2),
+				count(h.Add(3*time.Hour), "sync", "run", oplog.StatusFailure, 1),
+			}},
+		{"since is inclusive, until exclusive", oplog.CountFilter{EnvironmentID: a.ID, Since: h, Until: h.Add(time.Hour), Bucket: oplog.BucketHour},
+			[]oplog.Count{
+				count(h, "auth", "refresh", oplog.StatusFailure, 2),
+				count(h, "auth", "refresh", oplog.StatusSuccess, 1),
+				count(h, "proxy", "call", oplog.StatusSuccess, 1),
+			}},
+		{"partial buckets", oplog.CountFilter{EnvironmentID: a.ID, Since: h.Add(20 * time.Minute), Until: h.Add(time.Hour + us), Bucket: oplog.BucketHour},
+			[]oplog.Count{
+				count(h, "auth", "refresh", oplog.StatusFailure, 1),
+				count(h, "auth", "refresh", oplog.StatusSuccess, 1),
+				count(h, "proxy", "call", oplog.StatusSuccess, 1),
+				count(h.Add(time.Hour), "proxy", "call", oplog.StatusSuccess, 1),
+			}},
+		{"another time zone", oplog.CountFilter{EnvironmentID: a.ID, Since: h.In(plus2), Until: h.Add(time.Hour).In(plus2), Bucket: oplog.BucketHour},
+			[]oplog.Count{
+				count(h, "auth", "refresh", oplog.StatusFailure, 2),
+				count(h, "auth", "refresh", oplog.StatusSuccess, 1),
+				count(h, "proxy", "call", oplog.StatusSuccess, 1),
+			}},
+		{"days", oplog.CountFilter{EnvironmentID: a.ID, Since: day, Until: day.Add(48 * time.Hour), Bucket: oplog.BucketDay},
+			[]oplog.Count{
+				count(day, "auth", "refresh", oplog.StatusFailure, 2),
+				count(day, "auth", "refresh", oplog.StatusSuccess, 1),
+				count(day, "proxy", "call", oplog.StatusSuccess, 3),
+				count(day, "sync", "run", oplog.StatusFailure, 2),
+				count(day, "sync", "run", oplog.StatusSuccess, 1),
+				count(day.Add(24*time.Hour), "sync", "run", oplog.StatusFailure, 1),
+			}},
+		{"other environment", oplog.CountFilter{EnvironmentID: b.ID, Since: day, Until: day.Add(48 * time.Hour), Bucket: oplog.BucketDay},
+			[]oplog.Count{count(day, "auth", "refresh", oplog.StatusFailure, 1)}},
+		{"every environment", oplog.CountFilter{Since: h, Until: h.Add(time.Hour), Bucket: oplog.BucketHour},
+			[]oplog.Count{
+				count(h, "auth", "refresh", oplog.StatusFailure, 3),
+				count(h, "auth", "refresh", oplog.StatusSuccess, 1),
+				count(h, "proxy", "call", oplog.StatusSuccess, 1),
+			}},
+		{"none", oplog.CountFilter{EnvironmentID: a.ID, Since: h.Add(4 * time.Hour), Until: h.Add(5 * time.Hour), Bucket: oplog.BucketHour}, nil},
+	} {
+		got, err := s.CountLogs(ctx, tc.f)
+		must(t, err)
+		for i := range got {
+			if got[i].Start.Location() != time.UTC {
+				t.Errorf("%s: a bucket's start %v is not in UTC", tc.name, got[i].Start)
+			}
+		}
+		slices.SortFunc(got, func(x, y oplog.Count) int {
+			return cmp.Or(x.Start.Compare(y.Start), strings.Compare(x.Type, y.Type), strings.Compare(x.Operation, y.Operation),
+				strings.Compare(x.Status, y.Status))
+		})
+		diff(t, tc.name, tc.want, got)
+	}
 }

@@ -25,6 +25,7 @@ type Store interface {
 	connections.Store
 	connections.SessionStore
 	oplog.Store
+	oplog.Counter
 	oplog.Pruner
 	webhooks.Store
 	webhooks.Requeuer
