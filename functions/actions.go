@@ -351,7 +351,7 @@ func (s *Service) handleActionJob(ctx context.Context, run *jobs.Run) error {
 	var mu sync.Mutex
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	live, unmark := s.markLive("task:"+t.ID, s.cfg.ActionTimeout)
+	live, unmark := s.markLive("task:"+t.ID, s.cfg.ActionTimeout, nil)
 	defer unmark()
 	// Stopping the heartbeat never cuts a write short (see
 	// Service.heartbeat).

@@ -23,6 +23,10 @@
 //     OnWebhook for each provider webhook of those types routed to a
 //     connection ([Service.RunWebhookSyncs]): a durable run of its own,
 //     beside the scheduled ones, whether the schedule is paused or not.
+//     [Service.CancelSync] (POST /sync/cancel) stops the runs in progress;
+//     a disabled sync ([Service.SetEnabled], PATCH
+//     /integrations/{key}/functions/{name}) lets its scheduled slots pass
+//     without a run.
 //   - An [OnEvent] function runs after a connection is created (as a
 //     durable job), before one is deleted, or to validate new credentials
 //     (its error refuses them): see [Service.ConnectionsSaved],

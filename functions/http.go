@@ -27,6 +27,7 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		{Pattern: "GET /integrations/{key}/functions/{name}", Scope: read, Handler: s.getFunctionHTTP(false)},
 		{Pattern: "GET /integrations/{key}/functions/{name}/code", Scope: read, Handler: s.getFunctionHTTP(true)},
 		{Pattern: "DELETE /integrations/{key}/functions/{name}", Scope: write, Handler: s.deleteFunctionHTTP},
+		{Pattern: "PATCH /integrations/{key}/functions/{name}", Scope: write, Handler: s.patchFunctionHTTP},
 		{Pattern: "GET /scripts/config", Scope: read, Handler: s.scriptsConfigHTTP},
 		{Pattern: "GET /providers/{provider}/templates", Scope: read, Handler: s.templatesHTTP},
 		{Pattern: "POST /action/trigger", Scope: environments.ScopeActionsExecute, Handler: s.triggerActionHTTP},
@@ -281,6 +282,62 @@ func (s *Service) deleteFunctionHTTP(w http.ResponseWriter, r *http.Request, p *
 	}
 	s.forgetFunction(p.EnvironmentID, f.Integration, f.Kind, f.Name)
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]bool{"success": true}})
+	return nil
+}
+
+// patchFunctionHTTP serves PATCH /integrations/{key}/functions/{name}
+// (?type= sync, action or on-event, needed only when several functions
+// have the name): {"enabled": bool} enables or disables the function (see
+// SetEnabled) and answers it as GET does. Functions registered in Go are
+// switched like deployed ones: the switch is stored, not their code.
+func (s *Service) patchFunctionHTTP(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+	if err := onlyQuery(r, "type"); err != nil {
+		return err
+	}
+	kind, err := kindQuery(r, false, KindSync, KindAction, KindOnEvent)
+	if err != nil {
+		return err
+	}
+	raw, err := httpapi.ReadBody(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if err := httpapi.Unmarshal(raw, &in); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return httpapi.DecodeError(err)
+	}
+	var fe []store.FieldError
+	for k := range keys {
+		if k != "enabled" {
+			fe = append(fe, store.FieldError{Code: "unrecognized_keys", Message: fmt.Sprintf("unknown field %q; only enabled can be changed", k),
+				Path: []string{k}})
+		}
+	}
+	slices.SortFunc(fe, func(a, b store.FieldError) int { return strings.Compare(a.Path[0], b.Path[0]) })
+	if in.Enabled == nil {
+		fe = append([]store.FieldError{{Code: "required", Message: "is required (true or false)", Path: []string{"enabled"}}}, fe...)
+	}
+	if len(fe) > 0 {
+		return store.Invalid("invalid_body", "The request body is invalid.", fe...)
+	}
+	f, err := s.findFunction(r, p, kind)
+	if err != nil {
+		return err
+	}
+	if err := s.SetEnabled(r.Context(), p.EnvironmentID, f.Integration, f.Kind, f.Name, *in.Enabled); err != nil {
+		return err
+	}
+	f, err = s.st.GetFunction(r.Context(), p.EnvironmentID, f.Integration, f.Kind, f.Name)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": functionJSON(f)})
 	return nil
 }
 

@@ -18,6 +18,7 @@ func (s *Service) syncRoutes(rt *httpapi.Router) {
 		{Pattern: "POST /sync/trigger", Scope: write, Handler: s.triggerSyncHTTP},
 		{Pattern: "POST /sync/start", Scope: write, Handler: s.pauseStartHTTP(false)},
 		{Pattern: "POST /sync/pause", Scope: write, Handler: s.pauseStartHTTP(true)},
+		{Pattern: "POST /sync/cancel", Scope: write, Handler: s.cancelSyncHTTP},
 		{Pattern: "GET /sync/status", Scope: read, Handler: s.syncStatusHTTP},
 		{Pattern: "PUT /sync/update-connection-frequency", Scope: write, Handler: s.frequencyHTTP},
 		{Pattern: "POST /sync/{name}/variant/{variant}", Scope: write, Handler: s.variantHTTP(true)},
@@ -178,6 +179,32 @@ func (s *Service) pauseStartHTTP(pause bool) httpapi.HandlerFunc {
 		httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"success": true})
 		return nil
 	}
+}
+
+// cancelSyncHTTP serves POST /sync/cancel: {provider_config_key, syncs,
+// connection_id?} asks the runs in progress of the syncs to stop (see
+// CancelSync) and answers {"success": true}, also when none was running.
+func (s *Service) cancelSyncHTTP(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
+	if err := onlyQuery(r); err != nil {
+		return err
+	}
+	var b syncBody
+	if err := httpapi.Decode(r, &b); err != nil {
+		return err
+	}
+	if b.Opts != nil || b.SyncMode != nil || b.FullResync != nil {
+		return store.Invalid("invalid_body", "The request body is invalid.", store.FieldError{Code: "unrecognized_keys",
+			Message: "only syncs, provider_config_key and connection_id are allowed", Path: []string{}})
+	}
+	t, err := b.target(p.EnvironmentID, true)
+	if err != nil {
+		return err
+	}
+	if err := s.CancelSync(r.Context(), t); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]bool{"success": true})
+	return nil
 }
 
 func (s *Service) syncStatusHTTP(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {

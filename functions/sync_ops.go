@@ -178,7 +178,9 @@ func (s *Service) retryStale(ctx context.Context, fn func(ctx context.Context) e
 	return err
 }
 
-// requestCancel asks the instance running a run to stop it.
+// requestCancel asks the instance running a run to stop it: a run of
+// this process stops at once, one of another process at its next
+// heartbeat (which reads the request).
 func (s *Service) requestCancel(ctx context.Context, runID string) error {
 	for range 5 {
 		r, err := s.st.GetSyncRun(ctx, runID)
@@ -191,13 +193,58 @@ func (s *Service) requestCancel(ctx context.Context, runID string) error {
 		if r.Status != RunQueued && r.Status != RunRunning {
 			return nil
 		}
-		r.CancelRequested = true
-		err = s.st.UpdateSyncRun(ctx, r)
-		if !errors.Is(err, store.ErrConflict) {
-			return err
+		if !r.CancelRequested {
+			r.CancelRequested = true
+			err = s.st.UpdateSyncRun(ctx, r)
+			if errors.Is(err, store.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
 		}
+		s.cancelHere(ctx, runID)
+		return nil
 	}
 	return store.Errorf(store.ErrConflict, "conflict", "The run kept changing; retry.")
+}
+
+// CancelSync asks the runs of the selected syncs that are queued or
+// running (a scheduled or manual run, and a provider webhook's run) to
+// stop: a running one is cancelled, here at once and in another process
+// at its next heartbeat, and ends as stopped with the error type
+// "cancelled"; a queued one ends so without running. A sync with no run
+// in progress is left as it is. The schedules stay: each sync runs again
+// at its next trigger.
+func (s *Service) CancelSync(ctx context.Context, t SyncTarget) error {
+	scheds, err := s.schedulesOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(scheds))
+	for i, sc := range scheds {
+		ids[i] = sc.ID
+	}
+	latest, err := s.st.LatestSyncRuns(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, sc := range scheds {
+		runs := []string{}
+		if sc.RunID != "" {
+			runs = append(runs, sc.RunID)
+		}
+		// A webhook run does not hold the schedule.
+		if r := latest[sc.ID]; r != nil && r.ID != sc.RunID && (r.Status == RunQueued || r.Status == RunRunning) {
+			runs = append(runs, r.ID)
+		}
+		for _, id := range runs {
+			if err := s.requestCancel(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // PauseSync pauses the selected syncs: no scheduled run starts until

@@ -105,6 +105,9 @@ func (s *Service) loop(ctx context.Context, done chan struct{}) {
 type TickResult struct {
 	// Started counts the scheduled runs queued.
 	Started int
+	// Skipped counts the due syncs whose slot passed without a run: their
+	// function is disabled.
+	Skipped int
 	// Reaped counts the runs found interrupted (their instance died).
 	Reaped int
 }
@@ -118,12 +121,13 @@ const claimBatch = 100
 func (s *Service) Tick(ctx context.Context) (TickResult, error) {
 	var res TickResult
 	for {
-		n, err := s.claimDue(ctx)
-		res.Started += n
+		claimed, queued, err := s.claimDue(ctx)
+		res.Started += queued
+		res.Skipped += claimed - queued
 		if err != nil {
 			return res, err
 		}
-		if n < claimBatch {
+		if claimed < claimBatch {
 			break
 		}
 	}
@@ -141,20 +145,42 @@ func (s *Service) Tick(ctx context.Context) (TickResult, error) {
 }
 
 // claimDue queues the runs of up to claimBatch due syncs in one
-// transaction.
-func (s *Service) claimDue(ctx context.Context) (int, error) {
+// transaction, and moves each to its next slot. The slot of a sync whose
+// function is disabled passes without a run.
+// It returns how many syncs it claimed and how many runs it queued.
+func (s *Service) claimDue(ctx context.Context) (claimed, queued int, err error) {
 	now := s.nowUTC()
-	n := 0
-	err := s.st.WithTx(ctx, func(ctx context.Context) error {
+	err = s.st.WithTx(ctx, func(ctx context.Context) error {
+		claimed, queued = 0, 0
 		due, err := s.st.ClaimDueSyncs(ctx, now, claimBatch)
 		if err != nil {
 			return err
 		}
-		n = len(due)
+		claimed = len(due)
+		enabled := map[fnCacheKey]bool{}
 		for _, sc := range due {
 			next := nextSlot(*sc.NextRunAt, sc.Interval, now)
-			if err := s.queueRun(ctx, sc, TriggerSchedule, false, false, "", now); err != nil {
-				return err
+			// A disabled sync skips its slot: no run, no failure; it
+			// runs again at the first slot after it is enabled.
+			k := fnCacheKey{sc.EnvironmentID, sc.Integration, KindSync, sc.Name}
+			on, ok := enabled[k]
+			if !ok {
+				f, err := s.st.GetFunction(ctx, sc.EnvironmentID, sc.Integration, KindSync, sc.Name)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+					on = true // the run reports it
+				case err != nil:
+					return err
+				default:
+					on = f.Enabled
+				}
+				enabled[k] = on
+			}
+			if on {
+				if err := s.queueRun(ctx, sc, TriggerSchedule, false, false, "", now); err != nil {
+					return err
+				}
+				queued++
 			}
 			sc.NextRunAt = &next
 			if err := s.st.UpdateSync(ctx, sc); err != nil {
@@ -163,7 +189,10 @@ func (s *Service) claimDue(ctx context.Context) (int, error) {
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, 0, err
+	}
+	return claimed, queued, nil
 }
 
 // nextSlot is the first slot of the grid due, due+interval, ... after now:
@@ -248,6 +277,8 @@ func (s *Service) liveHere(key string) bool {
 type liveRun struct {
 	until     time.Time // the function's deadline plus staleAfter
 	executing atomic.Bool
+	// stop cancels a sync run's context (nil for an action attempt).
+	stop context.CancelFunc
 }
 
 func (l *liveRun) alive() bool { return !l.executing.Load() || time.Now().Before(l.until) }
@@ -256,12 +287,32 @@ func (l *liveRun) alive() bool { return !l.executing.Load() || time.Now().Before
 func (l *liveRun) returned() { l.executing.Store(false) }
 
 // markLive registers key as live here for a function with the given
-// timeout; the returned function ends it, once the outcome is stored.
-func (s *Service) markLive(key string, timeout time.Duration) (*liveRun, func()) {
-	l := &liveRun{until: time.Now().Add(timeout + s.staleAfter())}
+// timeout, which stop (nil for none) cancels; the returned function ends
+// it, once the outcome is stored.
+func (s *Service) markLive(key string, timeout time.Duration, stop context.CancelFunc) (*liveRun, func()) {
+	l := &liveRun{until: time.Now().Add(timeout + s.staleAfter()), stop: stop}
 	l.executing.Store(true)
 	s.local.Store(key, l)
 	return l, func() { s.local.Delete(key) }
+}
+
+// cancelHere cancels the sync run runID if this process runs it, once
+// the transaction of ctx (if any) commits: the cancellation request is
+// stored by then, and a run cancelled for a request that rolled back
+// would end for nothing.
+func (s *Service) cancelHere(ctx context.Context, runID string) {
+	stop := func() {
+		if v, ok := s.local.Load("run:" + runID); ok {
+			if l := v.(*liveRun); l.stop != nil {
+				l.stop()
+			}
+		}
+	}
+	if h, ok := s.st.(store.CommitHooker); ok {
+		h.AfterCommit(ctx, stop)
+		return
+	}
+	stop()
 }
 
 // staleAfter is how long a running run (or action attempt) may go without
@@ -269,6 +320,9 @@ func (s *Service) markLive(key string, timeout time.Duration) (*liveRun, func())
 // two seconds so that a database or a machine slow for a moment does not
 // make a live run look dead.
 func (s *Service) staleAfter() time.Duration { return 3*s.cfg.Heartbeat + 2*time.Second }
+
+// errCancelledQueued ends a run cancelled before it started.
+var errCancelledQueued = runFailure("cancelled", "The run was cancelled before it started.")
 
 // runFailure is the error of a stopped run.
 func runFailure(typ, description string) error {
@@ -348,6 +402,9 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 		return err
 	}
 	st := &runStatus{run: r, sched: sc, webhookType: a.WebhookType}
+	if r.CancelRequested {
+		return s.finishRun(ctx, st, false, errCancelledQueued)
+	}
 	if webhook && a.Webhook == nil {
 		return s.finishRun(ctx, st, false, runFailure("payload_missing", "The webhook run's job holds no provider webhook."))
 	}
@@ -375,14 +432,24 @@ func (s *Service) handleSyncJob(ctx context.Context, job *jobs.Run) error {
 		if touchErr != nil && errors.Is(touchErr, store.ErrConflict) {
 			return jobs.Snooze(time.Second) // the schedule kept changing: the run is still queued
 		}
-		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrConflict) {
+			// Changed meanwhile: started by another attempt, reaped, or
+			// asked to stop before it started.
+			fresh, ferr := s.st.GetSyncRun(ctx, r.ID)
+			if ferr == nil && fresh.Status == RunQueued && fresh.CancelRequested {
+				st.run = fresh
+				return s.finishRun(ctx, st, false, errCancelledQueued)
+			}
+			return nil
+		}
+		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
 		return err
 	}
 	runCtx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
 	defer cancel()
-	live, unmark := s.markLive("run:"+r.ID, s.cfg.SyncTimeout)
+	live, unmark := s.markLive("run:"+r.ID, s.cfg.SyncTimeout, cancel)
 	defer unmark()
 	// The heartbeat goes on while the run finishes (its delete tracking
 	// can take a while), and stops before the final write, which reads
