@@ -142,7 +142,8 @@ func TestConnectionsAPI(t *testing.T) {
 		wantList := map[string]any{"id": list["id"], "connection_id": "c1", "provider": "github", "provider_config_key": "gh",
 			"created": "2026-05-01T12:00:00.000Z", "metadata": map[string]any{"a": float64(1)}, "tags": map[string]any{"end_user_id": "u1"},
 			"end_user": map[string]any{"id": "u1", "display_name": nil, "email": nil, "tags": map[string]any{}, "organization": nil},
-			"errors":   []any{}}
+			"errors":   []any{},
+			"health":   map[string]any{"auth_error": false, "sync_error": false, "paused": false}}
 		if diff := cmp.Diff(wantList, list); diff != "" {
 			t.Errorf("list form (-want +got):\n%s", diff)
 		}

@@ -118,7 +118,8 @@ func TestBulkImport(t *testing.T) {
 		wantList := map[string]any{"id": b1["id"], "connection_id": "b1", "provider": "github", "provider_config_key": "gh",
 			"created": "2026-05-01T12:00:00.000Z", "metadata": map[string]any{"plan": "pro"}, "tags": map[string]any{"end_user_id": "u-b1"},
 			"end_user": map[string]any{"id": "u-b1", "display_name": nil, "email": nil, "tags": map[string]any{}, "organization": nil},
-			"errors":   []any{}}
+			"errors":   []any{},
+			"health":   map[string]any{"auth_error": false, "sync_error": false, "paused": false}}
 		if diff := cmp.Diff(wantList, b1list); diff != "" {
 			t.Errorf("b1 listed (-want +got):\n%s", diff)
 		}

@@ -83,7 +83,41 @@ type Filter struct {
 	// ExpiresBefore keeps connections whose credentials expire
 	// (CredentialsExpiresAt) before it; nil does not filter.
 	ExpiresBefore *time.Time
+	// Health keeps the connections in one state, one of the Health*
+	// constants (see Health); empty keeps every connection.
+	Health string
 	store.Page
+}
+
+// The states of Filter.Health (GET /connections?status=).
+const (
+	// HealthOK: no error, neither among the connection's Errors nor a
+	// failed sync (a paused sync is no error).
+	HealthOK = "ok"
+	// HealthError: an error of any kind, among the connection's Errors or
+	// a failed sync: not HealthOK.
+	HealthError = "error"
+	// HealthAuthError: an error of type ErrorTypeAuth among the
+	// connection's Errors (its credentials' last refresh failed).
+	HealthAuthError = "auth_error"
+	// HealthSyncError: the latest finished run of one of its syncs (any
+	// variant) stopped (failed, timed out, was cancelled or interrupted;
+	// what GET /sync/status reports as ERROR).
+	HealthSyncError = "sync_error"
+	// HealthPaused: one of its syncs is paused.
+	HealthPaused = "paused"
+)
+
+// ErrorTypeAuth is the Error.Type of a failed refresh of the
+// credentials, cleared by the next success.
+const ErrorTypeAuth = "auth"
+
+// Health is the state of a connection that GET /connections reports: the
+// conditions of HealthAuthError, HealthSyncError and HealthPaused.
+type Health struct {
+	AuthError bool `json:"auth_error"`
+	SyncError bool `json:"sync_error"`
+	Paused    bool `json:"paused"`
 }
 
 // Store is what the connections package needs from storage.
@@ -97,7 +131,14 @@ type Store interface {
 	// GetConnection returns the connection or ErrNotFound.
 	GetConnection(ctx context.Context, environmentID int64, integrationKey, connectionID string) (*Connection, error)
 	// ListConnections returns the matching connections ordered by ID.
+	// The Health filter reads the connections' sync state (the syncs and
+	// sync runs of functions.SyncStore) in the same statement.
 	ListConnections(ctx context.Context, f Filter) ([]*Connection, error)
+	// SyncHealth returns, for each of the connections (by ID) that has
+	// syncs, its Health with SyncError and Paused set as Filter.Health
+	// reads them (AuthError is left false), in one read; a connection
+	// without syncs is absent.
+	SyncHealth(ctx context.Context, connectionIDs []int64) (map[int64]Health, error)
 	// UpdateConnection replaces every field but the identity, ID and
 	// CreatedAt of the connection with c.ID in c.EnvironmentID, when its stored Version equals
 	// c.Version; then it sets c.Version to the next version. A stale

@@ -12,7 +12,10 @@
 // The HTTP routes (see [Service.Routes]) speak the wire format of the
 // published Nango clients: the list form never carries credentials, the
 // single form carries them only for keys with the read_credentials scope,
-// and the refresh token only when asked with refresh_token=true.
+// and the refresh token only when asked with refresh_token=true. The list
+// (GET /connections, [Service.ListPage]) also reports each connection's
+// [Health] (an auth error, a failed or a paused sync), filters on it
+// (status) and pages with a keyset cursor beside Nango's page.
 //
 // Imports (POST /connections and the deprecated POST /connection) accept the
 // flat body of the service specification or a nested credentials object;

@@ -11,6 +11,7 @@ import (
 	"github.com/embedauth/connect/environments"
 	"github.com/embedauth/connect/integrations"
 	"github.com/embedauth/connect/internal/httpapi"
+	"github.com/embedauth/connect/internal/keyset"
 	"github.com/embedauth/connect/store"
 )
 
@@ -271,6 +272,49 @@ func target(r *http.Request) (key, id string, err error) {
 	return key, id, err
 }
 
+// APIListedConnection is a connection as GET /connections lists it: its
+// list form and its state.
+type APIListedConnection struct {
+	APIConnection
+	Health Health `json:"health"`
+}
+
+// apiList is the answer of GET /connections. NextCursor, the cursor of
+// the next page, is null on the last.
+type apiList struct {
+	Connections []APIListedConnection `json:"connections"`
+	NextCursor  *string               `json:"next_cursor"`
+}
+
+// listStatusCursor reads the status and cursor parameters of GET
+// /connections: a cursor with a page is refused, naming both.
+func listStatusCursor(q url.Values) (status string, after int64, err error) {
+	var fe []store.FieldError
+	for _, name := range []string{"status", "cursor"} {
+		if len(q[name]) > 1 {
+			fe = append(fe, store.FieldError{Code: "invalid_value", Message: "given more than once", Path: []string{name}})
+		}
+	}
+	switch status = q.Get("status"); status {
+	case "", HealthOK, HealthError, HealthAuthError, HealthSyncError, HealthPaused:
+	default:
+		fe = append(fe, store.FieldError{Code: "invalid_value", Message: "must be ok, error, auth_error, sync_error or paused",
+			Path: []string{"status"}})
+	}
+	if v := q.Get("cursor"); v != "" {
+		if after, err = keyset.ParseID(v); err != nil {
+			fe = append(fe, store.FieldError{Code: "invalid_value", Message: "not a next_cursor of this list", Path: []string{"cursor"}})
+		} else if q.Get("page") != "" {
+			fe = append(fe, store.FieldError{Code: "invalid_value", Message: "cannot be given with page: page through the list with one or the other",
+				Path: []string{"cursor"}})
+		}
+	}
+	if len(fe) > 0 {
+		return "", 0, store.Invalid("invalid_query_params", "The query is invalid.", fe...)
+	}
+	return status, after, nil
+}
+
 // Routes registers the connection routes.
 func (s *Service) Routes(rt *httpapi.Router) {
 	list := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {
@@ -303,15 +347,22 @@ func (s *Service) Routes(rt *httpapi.Router) {
 		if in.Page, err = httpapi.QueryInt(r, "page", 0, 0, 1_000_000); err != nil {
 			return err
 		}
-		conns, err := s.List(r.Context(), p.EnvironmentID, in)
+		if in.Status, in.After, err = listStatusCursor(q); err != nil {
+			return err
+		}
+		page, err := s.ListPage(r.Context(), p.EnvironmentID, in)
 		if err != nil {
 			return err
 		}
-		out := make([]APIConnection, 0, len(conns))
-		for _, c := range conns {
-			out = append(out, API(c))
+		out := apiList{Connections: make([]APIListedConnection, len(page.Connections))}
+		for i, c := range page.Connections {
+			out.Connections[i] = APIListedConnection{APIConnection: API(c), Health: page.Health[i]}
 		}
-		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"connections": out})
+		if page.Next != 0 {
+			next := keyset.FormatID(page.Next)
+			out.NextCursor = &next
+		}
+		httpapi.WriteJSON(w, http.StatusOK, out)
 		return nil
 	}
 	get := func(w http.ResponseWriter, r *http.Request, p *httpapi.Principal) error {

@@ -900,7 +900,7 @@ func (r *refresher) recordFailure(ctx context.Context, cur *Connection, grant st
 	}
 	healthy := cur.LastRefreshFailure == nil
 	updated, err := r.s.update(ctx, cur.EnvironmentID, cur.IntegrationKey, cur.ConnectionID, false, func(c *Connection) error {
-		c.Errors = append(withoutAuthErrors(c.Errors), Error{Type: "auth", LogID: logID})
+		c.Errors = append(withoutAuthErrors(c.Errors), Error{Type: ErrorTypeAuth, LogID: logID})
 		c.LastRefreshFailure = &now
 		c.RefreshAttempts++
 		return nil
@@ -972,7 +972,7 @@ func (r *refresher) notify(ctx context.Context, c *Connection, re *RefreshError)
 // authLogID returns the log id of the connection's auth error.
 func authLogID(c *Connection) string {
 	for _, e := range c.Errors {
-		if e.Type == "auth" {
+		if e.Type == ErrorTypeAuth {
 			return e.LogID
 		}
 	}
@@ -982,7 +982,7 @@ func authLogID(c *Connection) string {
 func withoutAuthErrors(errs []Error) []Error {
 	out := make([]Error, 0, len(errs))
 	for _, e := range errs {
-		if e.Type != "auth" {
+		if e.Type != ErrorTypeAuth {
 			out = append(out, e)
 		}
 	}

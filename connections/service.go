@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -114,15 +115,102 @@ type ListInput struct {
 	EndUserOrganizationID string
 	// Search matches connection ids containing it, case-insensitively.
 	Search string
+	// Status keeps the connections in one state: one of the Health*
+	// constants (HealthOK, HealthError, ...); empty keeps all.
+	Status string
 	// Limit is the page size, 1 to DefaultListLimit (the default).
 	Limit int
 	// Page counts from 0.
 	Page int
+	// After continues a listing (in ID order) after the connection with
+	// this ID: keyset paging, which neither skips nor repeats connections
+	// while others are created or deleted. 0 starts from the first; it
+	// cannot be given with a Page.
+	After int64
 }
 
-// List returns connections without credentials.
+// List returns connections without credentials. An unknown Status, or
+// both After and Page, is ErrInvalid.
 func (s *Service) List(ctx context.Context, environmentID int64, in ListInput) ([]*Connection, error) {
-	f := Filter{EnvironmentID: environmentID, ConnectionID: in.ConnectionID, Search: in.Search}
+	f, err := listFilter(environmentID, in)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.store.ListConnections(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range list {
+		c.Credentials = nil
+	}
+	return list, nil
+}
+
+// ConnectionsPage is one page of a listing of connections (ListPage).
+type ConnectionsPage struct {
+	// Connections are without credentials, in ID order.
+	Connections []*Connection
+	// Health is the state of each of Connections, in the same order.
+	Health []Health
+	// Next is the ID of the last connection when more follow: the
+	// ListInput.After of the next page; 0 on the last page.
+	Next int64
+}
+
+// ListPage returns a page of List with the state of each connection (in
+// one more read of the Store for the page, SyncHealth) and the position
+// of the next page.
+func (s *Service) ListPage(ctx context.Context, environmentID int64, in ListInput) (*ConnectionsPage, error) {
+	f, err := listFilter(environmentID, in)
+	if err != nil {
+		return nil, err
+	}
+	limit := f.Limit
+	// One more than the page tells whether another follows.
+	f.Limit++
+	list, err := s.store.ListConnections(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	page := &ConnectionsPage{Connections: list}
+	if len(list) > limit {
+		page.Connections = list[:limit]
+		page.Next = list[limit-1].ID
+	}
+	ids := make([]int64, len(page.Connections))
+	for i, c := range page.Connections {
+		c.Credentials = nil
+		ids[i] = c.ID
+	}
+	syncs := map[int64]Health{}
+	if len(ids) > 0 {
+		if syncs, err = s.store.SyncHealth(ctx, ids); err != nil {
+			return nil, err
+		}
+	}
+	page.Health = make([]Health, len(page.Connections))
+	for i, c := range page.Connections {
+		h := syncs[c.ID]
+		h.AuthError = slices.ContainsFunc(c.Errors, func(e Error) bool { return e.Type == ErrorTypeAuth })
+		page.Health[i] = h
+	}
+	return page, nil
+}
+
+// listFilter returns the Store's filter of a List.
+func listFilter(environmentID int64, in ListInput) (Filter, error) {
+	f := Filter{EnvironmentID: environmentID, ConnectionID: in.ConnectionID, Search: in.Search, Health: in.Status}
+	switch in.Status {
+	case "", HealthOK, HealthError, HealthAuthError, HealthSyncError, HealthPaused:
+	default:
+		return f, store.Invalid("invalid_filter", "The filter is invalid.", store.FieldError{Code: "invalid_value",
+			Message: "must be ok, error, auth_error, sync_error or paused", Path: []string{"status"}})
+	}
+	if in.After < 0 || (in.After != 0 && in.Page != 0) {
+		return f, store.Invalid("invalid_filter", "The filter is invalid.", store.FieldError{Code: "invalid_value",
+			Message: "a position (cursor) cannot be given with a page", Path: []string{"cursor"}})
+	}
+	f.AfterID = in.After
 	for _, k := range in.IntegrationKeys {
 		if k = strings.TrimSpace(k); k != "" {
 			f.IntegrationKeys = append(f.IntegrationKeys, k)
@@ -148,14 +236,7 @@ func (s *Service) List(ctx context.Context, environmentID int64, in ListInput) (
 		in.Page = 0
 	}
 	f.Limit, f.Offset = in.Limit, in.Page*in.Limit
-	list, err := s.store.ListConnections(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range list {
-		c.Credentials = nil
-	}
-	return list, nil
+	return f, nil
 }
 
 // GetOptions changes what Get does.

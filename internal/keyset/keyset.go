@@ -1,11 +1,13 @@
 // Package keyset writes and reads the opaque cursors of the API's
-// keyset-paged lists (webhook deliveries, the operations log): a
-// position (created_at, id) in a list ordered newest first.
+// keyset-paged lists: a position (created_at, id) in a list ordered
+// newest first (webhook deliveries, the operations log), or a numeric id
+// in a list ordered by it (connections).
 package keyset
 
 import (
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -77,4 +79,43 @@ func ValidText(s string) bool {
 		}
 	}
 	return true
+}
+
+// idTag marks the cursors of FormatID, so that a cursor of one kind of
+// list is never read as one of the other.
+const idTag = "id"
+
+// FormatID returns the opaque form of a position in a list ordered by a
+// numeric id: URL-safe base64, without padding, of the version, a tag
+// and the id in decimal.
+func FormatID(id int64) string {
+	raw := version + "|" + idTag + "|" + strconv.FormatInt(id, 10)
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// ParseID reads a cursor written by FormatID of a positive id. It accepts
+// only that exact form: any other text (changed, truncated, padded, of
+// another version, or a cursor of Format) is ErrBadCursor.
+func ParseID(s string) (int64, error) {
+	if s == "" || len(s) > MaxCursorLen || strings.ContainsAny(s, "\r\n") {
+		return 0, ErrBadCursor
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return 0, ErrBadCursor
+	}
+	v, rest, ok := strings.Cut(string(raw), "|")
+	if !ok || v != version {
+		return 0, ErrBadCursor
+	}
+	tag, digits, ok := strings.Cut(rest, "|")
+	if !ok || tag != idTag {
+		return 0, ErrBadCursor
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	// Only the form FormatID writes: no sign, no leading zero.
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != digits {
+		return 0, ErrBadCursor
+	}
+	return id, nil
 }

@@ -94,3 +94,65 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestFormatParseID(t *testing.T) {
+	t.Parallel()
+	for _, id := range []int64{1, 9, 10, 1234567, 1<<63 - 1} {
+		s := FormatID(id)
+		if strings.ContainsAny(s, "+/=|") {
+			t.Errorf("%d: cursor %q is not URL-safe", id, s)
+		}
+		if got, err := ParseID(s); err != nil || got != id {
+			t.Errorf("ParseID(FormatID(%d)) = %d, %v", id, got, err)
+		}
+	}
+	enc := func(raw string) string { return base64.RawURLEncoding.EncodeToString([]byte(raw)) }
+	valid := FormatID(42)
+	for name, s := range map[string]string{
+		"empty":             "",
+		"not base64":        "not a cursor!",
+		"padded":            base64.URLEncoding.EncodeToString([]byte("1|id|42")),
+		"truncated":         valid[:5],
+		"extra character":   valid + "A",
+		"other version":     enc("2|id|42"),
+		"other tag":         enc("1|ix|42"),
+		"no tag":            enc("1|42"),
+		"no id":             enc("1|id|"),
+		"zero":              enc("1|id|0"),
+		"negative":          enc("1|id|-4"),
+		"plus sign":         enc("1|id|+4"),
+		"leading zero":      enc("1|id|042"),
+		"not a number":      enc("1|id|4x"),
+		"space":             enc("1|id| 4"),
+		"overflow":          enc("1|id|9223372036854775808"),
+		"a time cursor":     Format(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), "42"),
+		"too long":          strings.Repeat("A", MaxCursorLen+1),
+		"a line break":      valid[:4] + "\n" + valid[4:],
+		"a carriage return": valid[:4] + "\r" + valid[4:],
+	} {
+		if id, err := ParseID(s); err == nil {
+			t.Errorf("%s: ParseID(%q) = %d, want an error", name, s, id)
+		}
+	}
+	// A cursor of FormatID is no cursor of Format.
+	if _, _, err := Parse(valid, false); err == nil {
+		t.Errorf("Parse(%q) of an id cursor: want an error", valid)
+	}
+}
+
+// FuzzParseID: ParseID never panics, and a cursor it accepts is exactly
+// the FormatID of what it returns, a positive id.
+func FuzzParseID(f *testing.F) {
+	f.Add(FormatID(42))
+	f.Add("MXxpZHw0Mg")
+	f.Add("====")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, err := ParseID(s)
+		if err != nil {
+			return
+		}
+		if got := FormatID(id); got != s || id <= 0 {
+			t.Fatalf("ParseID(%q) = %d, whose FormatID is %q", s, id, got)
+		}
+	})
+}

@@ -283,6 +283,13 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 	if f.ExpiresBefore != nil {
 		w.add("credentials_expires_at < ?", *f.ExpiresBefore)
 	}
+	if f.Health != "" {
+		cond, err := s.healthCond(f.Health)
+		if err != nil {
+			return nil, err
+		}
+		w.conds = append(w.conds, cond)
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultConnectionsLimit
@@ -300,6 +307,72 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 			return nil, err
 		}
 		out = append(out, c)
+	}
+	return out, nil
+}
+
+// The conditions of the Health filter of ListConnections on a row of
+// connections, and the subquery that tells whether a sync's latest
+// finished run failed (one probe of sync_runs_latest_finished_idx). The
+// syncs of a connection are found through syncs_identity_key, which
+// starts with connection_id.
+var (
+	qHealthAuthError = newQuery(`connections.errors @> '[{"type": "auth"}]'::jsonb`)
+	// Never NULL (errors may be), so that NOT of it is what it says.
+	qHealthAnyError  = newQuery(`coalesce(jsonb_typeof(connections.errors) = 'array' AND connections.errors <> '[]'::jsonb, false)`)
+	qHealthSyncError = newQuery(`EXISTS (SELECT 1 FROM {s}.syncs y WHERE y.connection_id = connections.id AND ` + lastRunFailed + `)`)
+	qHealthPaused    = newQuery(`EXISTS (SELECT 1 FROM {s}.syncs y WHERE y.connection_id = connections.id AND y.paused)`)
+)
+
+// lastRunFailed is true when the latest finished run of the sync y
+// stopped.
+const lastRunFailed = `coalesce((SELECT r.status = 'STOPPED' FROM {s}.sync_runs r
+	WHERE r.sync_id = y.id AND r.status IN ('SUCCESS', 'STOPPED')
+	ORDER BY r.created_at DESC, r.id DESC LIMIT 1), false)`
+
+// healthCond returns the condition of a Health filter (connections.Health*).
+func (s *Store) healthCond(h string) (string, error) {
+	anyErr := `(` + s.text(qHealthAnyError) + ` OR ` + s.text(qHealthSyncError) + `)`
+	switch h {
+	case connections.HealthAuthError:
+		return s.text(qHealthAuthError), nil
+	case connections.HealthSyncError:
+		return s.text(qHealthSyncError), nil
+	case connections.HealthPaused:
+		return s.text(qHealthPaused), nil
+	case connections.HealthError:
+		return anyErr, nil
+	case connections.HealthOK:
+		return `NOT ` + anyErr, nil
+	}
+	return "", store.Invalid("invalid_filter", "The health filter must be ok, error, auth_error, sync_error or paused.")
+}
+
+// qSyncHealth reads the sync state of connections: whether one of each
+// one's syncs is paused, and whether the latest finished run of one
+// failed.
+var qSyncHealth = newQuery(`
+	SELECT y.connection_id, bool_or(y.paused) AS paused, bool_or(` + lastRunFailed + `) AS sync_error
+	FROM {s}.syncs y WHERE y.connection_id = ANY($1::bigint[])
+	GROUP BY y.connection_id`)
+
+// SyncHealth returns the sync state of each of the connections that has
+// syncs, in one statement.
+func (s *Store) SyncHealth(ctx context.Context, connectionIDs []int64) (map[int64]connections.Health, error) {
+	out := map[int64]connections.Health{}
+	if len(connectionIDs) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ConnectionID int64 `db:"connection_id"`
+		Paused       bool  `db:"paused"`
+		SyncError    bool  `db:"sync_error"`
+	}
+	if err := sqlx.SelectContext(ctx, s.ext(ctx), &rows, s.text(qSyncHealth), pq.Int64Array(connectionIDs)); err != nil {
+		return nil, dbErr(ctx, "sync health", err, nil)
+	}
+	for _, r := range rows {
+		out[r.ConnectionID] = connections.Health{SyncError: r.SyncError, Paused: r.Paused}
 	}
 	return out, nil
 }

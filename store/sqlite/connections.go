@@ -3,10 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/store"
 )
 
 // DefaultConnectionsLimit is the number of connections ListConnections
@@ -167,6 +169,13 @@ func (s *Store) ListConnections(ctx context.Context, f connections.Filter) ([]*c
 	if f.ExpiresBefore != nil {
 		add("credentials_expires_at < ?", micros(*f.ExpiresBefore))
 	}
+	if f.Health != "" {
+		cond, err := healthCond(f.Health)
+		if err != nil {
+			return nil, err
+		}
+		add(cond)
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultConnectionsLimit
@@ -296,4 +305,78 @@ func (s *Store) LockConnection(ctx context.Context, environmentID int64, integra
 		return dbErr(ctx, "lock connection", err)
 	}
 	return nil
+}
+
+// The conditions of the Health filter of ListConnections on a row of
+// connections. The syncs of a connection are found through
+// syncs_identity_key, which starts with connection_id.
+const (
+	healthAuthError = `EXISTS (SELECT 1 FROM json_each(connections.errors) AS e WHERE json_extract(e.value, '$.type') = 'auth')`
+	healthAnyError  = `coalesce(json_array_length(connections.errors), 0) > 0`
+	healthSyncError = `EXISTS (SELECT 1 FROM syncs y WHERE y.connection_id = connections.id AND ` + lastRunFailed + `)`
+	healthPaused    = `EXISTS (SELECT 1 FROM syncs y WHERE y.connection_id = connections.id AND y.paused = 1)`
+)
+
+// lastRunFailed is 1 when the latest finished run of the sync y stopped
+// (one probe of sync_runs_latest_finished_idx), else 0.
+const lastRunFailed = `coalesce((SELECT r.status = 'STOPPED' FROM sync_runs r
+	WHERE r.sync_id = y.id AND r.status IN ('SUCCESS', 'STOPPED')
+	ORDER BY r.created_at DESC, r.id DESC LIMIT 1), 0)`
+
+// healthCond returns the condition of a Health filter (connections.Health*).
+func healthCond(h string) (string, error) {
+	anyErr := `(` + healthAnyError + ` OR ` + healthSyncError + `)`
+	switch h {
+	case connections.HealthAuthError:
+		return healthAuthError, nil
+	case connections.HealthSyncError:
+		return healthSyncError, nil
+	case connections.HealthPaused:
+		return healthPaused, nil
+	case connections.HealthError:
+		return anyErr, nil
+	case connections.HealthOK:
+		return `NOT ` + anyErr, nil
+	}
+	return "", store.Invalid("invalid_filter", "The health filter must be ok, error, auth_error, sync_error or paused.")
+}
+
+// qSyncHealth reads the sync state of the connections of a JSON array of
+// ids, through syncs_identity_key.
+const qSyncHealth = `
+	SELECT y.connection_id, max(y.paused), max(` + lastRunFailed + `)
+	FROM syncs y WHERE y.connection_id IN (SELECT value FROM json_each(?))
+	GROUP BY y.connection_id`
+
+// SyncHealth returns the sync state of each of the connections that has
+// syncs (whether one of its syncs is paused, and whether the latest
+// finished run of one failed), in one statement.
+func (s *Store) SyncHealth(ctx context.Context, connectionIDs []int64) (map[int64]connections.Health, error) {
+	out := map[int64]connections.Health{}
+	if len(connectionIDs) == 0 {
+		return out, nil
+	}
+	ids, err := json.Marshal(connectionIDs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.reader(ctx).QueryContext(ctx, qSyncHealth, string(ids))
+	if err != nil {
+		return nil, dbErr(ctx, "sync health", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id                int64
+			paused, syncError bool
+		)
+		if err := rows.Scan(&id, &paused, &syncError); err != nil {
+			return nil, dbErr(ctx, "sync health", err)
+		}
+		out[id] = connections.Health{SyncError: syncError, Paused: paused}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr(ctx, "sync health", err)
+	}
+	return out, nil
 }

@@ -1,16 +1,19 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/embedauth/connect/connections"
+	"github.com/embedauth/connect/functions"
 	"github.com/embedauth/connect/store"
 )
 
 var listConnectionsTests = []test{
 	{"Filters", testListConnectionsFilters},
 	{"Pagination", testListConnectionsPagination},
+	{"Health", testListConnectionsHealth},
 }
 
 // ref names a connection in expectations: "<environment>:<integration>/<connection id>".
@@ -160,4 +163,124 @@ func testListConnectionsPagination(t *testing.T, s Store) {
 	diff(t, "offset past the end", []int64{}, ids(connections.Filter{EnvironmentID: env.ID, Page: store.Page{Offset: 25}}))
 	diff(t, "limit only", all[:3], ids(connections.Filter{EnvironmentID: env.ID, Page: store.Page{Limit: 3}}))
 	diff(t, "offset only", all[20:], ids(connections.Filter{EnvironmentID: env.ID, Page: store.Page{Offset: 20}}))
+}
+
+// testListConnectionsHealth: the Health filter reads each connection's
+// errors and the state of its syncs (any variant): auth_error is an error
+// of type auth, sync_error a sync whose latest finished run stopped (a
+// run in progress after it does not count, a success after it clears
+// it), paused a paused sync, error any error or a failed sync, ok the
+// others. It combines with the other filters and keyset paging.
+// SyncHealth reports the same sync state for the connections that have
+// syncs, in one call.
+func testListConnectionsHealth(t *testing.T, s Store) {
+	ctx := t.Context()
+	a := newEnv(t, s, "a")
+	b := newEnv(t, s, "b")
+	newIntegration(t, s, a.ID, "github")
+	newIntegration(t, s, a.ID, "slack")
+	newIntegration(t, s, b.ID, "github")
+	conns := map[string]*connections.Connection{}
+	conn := func(env int64, key, id string, errs []connections.Error) *connections.Connection {
+		c := newConn(t, s, env, key, id, nil)
+		if errs != nil {
+			c.Errors = errs
+			must(t, s.UpdateConnection(ctx, c))
+		}
+		conns[id] = c
+		return c
+	}
+	sync := func(c *connections.Connection, variant string, paused bool, runs ...string) {
+		sc := newScheduleValue(c.EnvironmentID, c.ID, c.IntegrationKey, c.ConnectionID, "issues", variant)
+		if paused {
+			sc.Paused, sc.NextRunAt = true, nil
+		}
+		createSyncs(t, s, sc)
+		for i, status := range runs {
+			createRun(t, s, newRunValue(sc.ID, status, at(i)))
+		}
+	}
+	auth := []connections.Error{{Type: connections.ErrorTypeAuth, LogID: "log-1"}}
+	conn(a.ID, "github", "ok", nil)
+	conn(a.ID, "github", "auth", auth)
+	conn(a.ID, "github", "other-error", []connections.Error{{Type: "other", LogID: "log-2"}})
+	conn(a.ID, "github", "no-errors", []connections.Error{})
+	sync(conn(a.ID, "github", "sync-failed", nil), functions.BaseVariant, false,
+		functions.RunSuccess, functions.RunStopped, functions.RunRunning)
+	sync(conn(a.ID, "slack", "sync-recovered", nil), functions.BaseVariant, false, functions.RunStopped, functions.RunSuccess)
+	sync(conn(a.ID, "github", "paused", nil), functions.BaseVariant, true, functions.RunSuccess)
+	variant := conn(a.ID, "slack", "variant-failed", nil)
+	sync(variant, functions.BaseVariant, false, functions.RunSuccess)
+	sync(variant, "blue", false, functions.RunStopped)
+	authPaused := conn(a.ID, "github", "auth-paused", auth)
+	sync(authPaused, functions.BaseVariant, true)
+	sync(conn(a.ID, "github", "queued", nil), functions.BaseVariant, false, functions.RunQueued)
+	conn(b.ID, "github", "b-auth", auth)
+
+	list := func(f connections.Filter) []string {
+		t.Helper()
+		got, err := s.ListConnections(ctx, f)
+		must(t, err)
+		out := []string{}
+		for _, c := range got {
+			out = append(out, c.ConnectionID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		f    connections.Filter
+		want []string
+	}{
+		{"auth error", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthAuthError}, []string{"auth", "auth-paused"}},
+		{"sync error", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthSyncError}, []string{"sync-failed", "variant-failed"}},
+		{"paused", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthPaused}, []string{"paused", "auth-paused"}},
+		{"error", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthError},
+			[]string{"auth", "other-error", "sync-failed", "variant-failed", "auth-paused"}},
+		{"ok", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthOK},
+			[]string{"ok", "no-errors", "sync-recovered", "paused", "queued"}},
+		{"every environment", connections.Filter{Health: connections.HealthAuthError}, []string{"auth", "auth-paused", "b-auth"}},
+		{"with an integration", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthError, IntegrationKeys: []string{"slack"}},
+			[]string{"variant-failed"}},
+		{"with a search", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthOK, Search: "e"},
+			[]string{"no-errors", "sync-recovered", "paused", "queued"}},
+		{"after a position", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthError, AfterID: conns["sync-failed"].ID},
+			[]string{"variant-failed", "auth-paused"}},
+		{"a page", connections.Filter{EnvironmentID: a.ID, Health: connections.HealthOK, Page: store.Page{Limit: 2, Offset: 1}},
+			[]string{"no-errors", "sync-recovered"}},
+	} {
+		diff(t, tc.name, tc.want, list(tc.f))
+	}
+	if _, err := s.ListConnections(ctx, connections.Filter{EnvironmentID: a.ID, Health: "broken"}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("an unknown health filter: %v, want ErrInvalid", err)
+	}
+
+	var ids []int64
+	for _, c := range conns {
+		ids = append(ids, c.ID)
+	}
+	got, err := s.SyncHealth(ctx, append(ids, conns["b-auth"].ID+1000))
+	must(t, err)
+	byID := map[string]connections.Health{}
+	for id, h := range got {
+		for name, c := range conns {
+			if c.ID == id {
+				byID[name] = h
+			}
+		}
+	}
+	diff(t, "SyncHealth", map[string]connections.Health{
+		"sync-failed":    {SyncError: true},
+		"sync-recovered": {},
+		"paused":         {Paused: true},
+		"variant-failed": {SyncError: true},
+		"auth-paused":    {Paused: true},
+		"queued":         {},
+	}, byID)
+	if len(got) != len(byID) {
+		t.Errorf("SyncHealth answered for connections that do not exist: %v", got)
+	}
+	got, err = s.SyncHealth(ctx, nil)
+	must(t, err)
+	diff(t, "SyncHealth of none", map[int64]connections.Health{}, got)
 }
