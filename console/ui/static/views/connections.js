@@ -12,11 +12,13 @@ const statuses = [
 ];
 
 export function health(c) {
+    const hl = c.health || {};
     const errs = c.errors || [];
-    if (errs.some((e) => e.type === 'auth')) return statusBadge('auth_error');
-    if (errs.some((e) => e.type === 'sync')) return statusBadge('sync_error');
-    if (c.health && c.health.paused) return statusBadge('paused');
-    return statusBadge('ok');
+    const out = [];
+    if (hl.auth_error || errs.some((e) => e.type === 'auth')) out.push(statusBadge('auth_error'));
+    if (hl.sync_error) out.push(statusBadge('sync_error'));
+    if (hl.paused) out.push(statusBadge('paused'));
+    return out.length ? h('span', { class: 'row wrap' }, out) : statusBadge('ok');
 }
 
 export async function render(_params, query) {
