@@ -35,6 +35,13 @@ export async function render(params, _query, ctx) {
     if (tab === 'syncs') return syncs(key, id, ctx);
     if (tab === 'records') return models(key, id, ctx);
     const c = await load(key, id, ctx);
+    // The last refresh, from the operations log when the key may read it.
+    let lastRefresh = null;
+    if (ctx.can('environment:logs:read')) {
+        lastRefresh = await api('GET', '/logs/operations', { query: { type: 'auth', operation: 'refresh', integration: key, connection_id: id, limit: 1 } })
+            .then((r) => (r.data || [])[0] || null)
+            .catch(() => null);
+    }
     const reload = () => window.dispatchEvent(new HashChangeEvent('hashchange'));
     const cred = c.credentials || null;
     const auth = c.auth || {};
@@ -77,6 +84,8 @@ export async function render(params, _query, ctx) {
                     h('dd', {}, auth.mode || (cred && cred.type) || '—'),
                     h('dt', {}, 'Expires'),
                     h('dd', {}, expires ? time(expires) : 'never, or unknown'),
+                    h('dt', {}, 'Last refresh'),
+                    h('dd', {}, lastRefresh ? [statusBadge(lastRefresh.status), ' ', time(lastRefresh.created_at), ' ', link(`/logs/${encodeURIComponent(lastRefresh.id)}`, 'log entry')] : h('span', { class: 'muted' }, 'none logged')),
                     h('dt', {}, 'Refresh'),
                     h('dd', {}, auth.last_refresh_failure ? [statusBadge('failure'), ' last failed ', time(auth.last_refresh_failure), ` (${auth.refresh_attempts} failed attempts)`] : statusBadge('ok')),
                     h('dt', {}, 'Created'),
