@@ -107,9 +107,13 @@ let main;
 function shell(active) {
     const who = ctx.key ? `${ctx.key.environment || ''} · ${ctx.key.name || 'key'} …${ctx.key.hint || ''}` : '';
     main = h('main', { id: 'main', tabindex: '-1' });
+    // The toast outlives the shell: an action's view reloads right after
+    // it shows its outcome.
+    const toastEl = document.getElementById('toast') || h('div', { id: 'toast', class: 'toast', role: 'status', hidden: true });
     mount(
         app,
-        h('a', { href: '#main', class: 'skip' }, 'Skip to content'),
+        // Not a route: the link moves the focus, and the address stays.
+        h('a', { href: '#main', class: 'skip', onclick: (ev) => { ev.preventDefault(); main.focus(); } }, 'Skip to content'),
         h(
             'header',
             { class: 'topbar' },
@@ -122,7 +126,7 @@ function shell(active) {
             link('/logout', 'Sign out', { class: 'btn ghost' })
         ),
         main,
-        h('div', { id: 'toast', class: 'toast', role: 'status', hidden: true })
+        toastEl
     );
 }
 

@@ -1,7 +1,7 @@
 // A connection: its credential state (never its secrets), metadata and tags,
 // errors linked to their log entries, its syncs (trigger, pause, resume,
 // cancel, frequency) and its records.
-import { api, h, link, route, table, time, statusBadge, jsonView, run, confirmDialog, pager, errorBox, badge } from '../lib.js';
+import { api, ApiError, h, link, route, table, time, statusBadge, jsonView, run, confirmDialog, pager, errorBox, badge } from '../lib.js';
 import { health } from './connections.js';
 
 function base(key, id) {
@@ -26,7 +26,19 @@ function tabs(key, id, active) {
 async function load(key, id, ctx) {
     // Credentials are fetched only by keys that may read them, and only
     // their state is shown: type, expiry, refresh.
-    return api('GET', `/connections/${encodeURIComponent(id)}`, { query: { provider_config_key: key } });
+    try {
+        return await api('GET', `/connections/${encodeURIComponent(id)}`, { query: { provider_config_key: key } });
+    } catch (err) {
+        // A read of a connection whose token is due refreshes it first, and
+        // answers 400 when that fails: the broken connections the console
+        // is for. The list does not refresh: show the connection from it,
+        // with the refresh's error in place of the credentials' state.
+        if (!(err instanceof ApiError) || err.status !== 400 || !['refresh_token_external_error', 'connection_refresh_backoff'].includes(err.code)) throw err;
+        const list = await api('GET', '/connections', { query: { connectionId: id, integrationId: key } });
+        const c = (list.connections || []).find((x) => x.connection_id === id && x.provider_config_key === key);
+        if (!c) throw err;
+        return { ...c, created_at: c.created, refreshError: err };
+    }
 }
 
 export async function render(params, _query, ctx) {
@@ -77,6 +89,7 @@ export async function render(params, _query, ctx) {
                 'div',
                 { class: 'card' },
                 h('h2', {}, 'Credentials'),
+                c.refreshError ? errorBox(c.refreshError) : null,
                 h(
                     'dl',
                     {},
@@ -87,7 +100,7 @@ export async function render(params, _query, ctx) {
                     h('dt', {}, 'Last refresh'),
                     h('dd', {}, lastRefresh ? [statusBadge(lastRefresh.status), ' ', time(lastRefresh.created_at), ' ', link(`/logs/${encodeURIComponent(lastRefresh.id)}`, 'log entry')] : h('span', { class: 'muted' }, 'none logged')),
                     h('dt', {}, 'Refresh'),
-                    h('dd', {}, auth.last_refresh_failure ? [statusBadge('failure'), ' last failed ', time(auth.last_refresh_failure), ` (${auth.refresh_attempts} failed attempts)`] : statusBadge('ok')),
+                    h('dd', {}, auth.last_refresh_failure ? [statusBadge('failure'), ' last failed ', time(auth.last_refresh_failure), ` (${auth.refresh_attempts} failed attempts)`] : statusBadge(c.refreshError ? 'failure' : 'ok')),
                     h('dt', {}, 'Created'),
                     h('dd', {}, time(c.created_at)),
                     h('dt', {}, 'Last used'),

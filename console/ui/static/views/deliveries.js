@@ -83,7 +83,8 @@ export async function one(params, _query, ctx) {
             attemptsErr = err;
         }
     }
-    attempts.sort((a, b) => (a.meta?.attempt || 0) - (b.meta?.attempt || 0));
+    // In time order: a resend numbers its attempts from 1 again.
+    attempts.sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at) || (a.meta?.attempt || 0) - (b.meta?.attempt || 0));
     const resend = h('button', { class: 'btn primary', type: 'button' }, 'Resend');
     resend.addEventListener('click', () =>
         run(resend, () => api('POST', `/webhooks/deliveries/${encodeURIComponent(d.id)}/resend`), 'Sent again.', () => window.dispatchEvent(new HashChangeEvent('hashchange')))
@@ -107,7 +108,9 @@ export async function one(params, _query, ctx) {
             h('dt', {}, 'Last error'),
             h('dd', {}, d.last_error || '—')
         ),
-        ctx.can('environment:webhooks:write') ? h('p', {}, resend) : null,
+        // A pending delivery is retried on its own; the API resends only
+        // delivered and failed ones.
+        ctx.can('environment:webhooks:write') && d.status !== 'pending' ? h('p', {}, resend) : null,
         h('h2', {}, 'Attempts'),
         attemptsErr
             ? h('p', { class: 'muted' }, 'The attempts need the scope environment:logs:read.')
