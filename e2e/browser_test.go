@@ -41,11 +41,12 @@ func TestConnectUIBrowser(t *testing.T) { browserTest(t, testConnectUIBrowser) }
 
 func testConnectUIBrowser(t *testing.T, bs *browserSuite) {
 	// The connect UI's own files: the authmodes-* ones belong to the
-	// tests of the auth modes, which start their own fakes.
+	// tests of the auth modes, which start their own fakes, and
+	// console.test.mjs to TestConsole.
 	var testFiles []string
 	all, err := filepath.Glob(filepath.Join(bs.dir, "browser", "*.test.mjs"))
 	for _, f := range all {
-		if !strings.HasPrefix(filepath.Base(f), "authmodes-") {
+		if base := filepath.Base(f); !strings.HasPrefix(base, "authmodes-") && base != "console.test.mjs" {
 			testFiles = append(testFiles, f)
 		}
 	}

@@ -72,7 +72,7 @@
 // create-item still run, and `nango pull` of whoami fails with not_found. The fake API must have
 // seen only the connection's key.
 //
-// TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs (but the authmodes-* ones, which the auth-mode tests run with their own fakes; all share browsersuite_test.go) the same way, with
+// TestConnectUIBrowser (browser_test.go) runs the files e2e/browser/*.test.mjs (but the authmodes-* ones, which the auth-mode tests run with their own fakes, and console.test.mjs, TestConsole's; all share browsersuite_test.go) the same way, with
 // playwright-core driving headless Chromium (Debian's chromium, or CHROMIUM_PATH; --no-sandbox
 // when root). Around the reference server it starts (with
 // CONNECT_PROVIDER_ALLOW_PRIVATE_NETWORKS=true), as httptest servers: a fake OAuth 2
@@ -118,6 +118,32 @@
 // DATABASE_URL and no key, a SQLite file and the key the server makes in a fresh
 // CONNECT_DATA_DIR; postgres on a fresh database with a random CONNECT_ENCRYPTION_KEY. The
 // server's startup log must name that file (which must exist) or that database.
+//
+// TestConsole (console_test.go) drives the operations console (/console/) in headless Chromium
+// with e2e/browser/console.test.mjs, against the reference server on a fresh Postgres database
+// (Postgres only), with data made through the API and real flows. Its providers file holds the
+// catalogue's hubspot, github and slack with their addresses moved to fakes (their logos
+// stay): HubSpot's token endpoint refuses every refresh (invalid_grant); the example functions
+// (CONNECT_EXAMPLE_FUNCTIONS) run on the githubtest and slacktest fakes. Connections of end
+// users are imported with their tokens: one is refreshed by force (GET /connections/{id} with
+// force_refresh=true: an auth error pointing at its log entry), one has an expired token (its
+// first read refreshes it, and fails), GitHub's issues sync saves records. The host's webhook
+// receiver verifies signatures and answers 500 until the browser test tells it (POST /control)
+// to answer 200. In the browser: the modules of the first paint weigh less than 200 KB; the
+// sign-in form, the skip link, the sections and "/" are used with the keyboard; the overview
+// counts the imported connections and links the failed refreshes to the log; the Health
+// filter (status=auth_error) finds the broken connection, whose error leads to its log entry;
+// the expired one shows with its refresh's error; the sync is paused, resumed (it runs) and
+// run (a new run ends); the run's webhook delivery shows its 500s, is delivered by a retry once
+// the receiver answers 200, and is resent (its attempts in time order); a record opens as
+// JSON; a function is disabled and enabled, and its code shows; Settings makes a key of
+// environment:connections:read and environment:logs:read, with which the console shows the
+// read-only badge, says that Settings is not allowed (403) and offers no write button on the
+// connection page; the theme switch is kept. No uncaught error, failed request or console
+// error may happen but the ones a step expects. The Go test then checks the key's scopes, the
+// receiver's counts of the resent delivery and the signatures. With
+// CONNECT_E2E_SCREENSHOTS=<dir> it writes docs/'s console-<screen>-<light|dark>.png (1280×800)
+// there: `CONNECT_E2E_SCREENSHOTS=$PWD/../docs go test -run TestConsole .` from e2e/.
 //
 // TestEmbeddedUnderPrefix (embedded_test.go) embeds the library as the README's "Embed it"
 // section shows: in the test process, on a fresh Postgres database, svc.Handler() is mounted
