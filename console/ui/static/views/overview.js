@@ -5,7 +5,7 @@ import { api, h, link, route, errorBox } from '../lib.js';
 
 const series = [
     { id: 'refresh', title: 'Refresh failures', match: (c) => c.type === 'auth' && c.operation === 'refresh', kind: 'refresh' },
-    { id: 'connections', title: 'Connections created', match: (c) => (c.type === 'connection' && c.operation === 'create') || (c.type === 'auth' && c.operation === 'creation'), kind: 'connection' },
+    { id: 'connections', title: 'Connections created', match: (c) => (c.type === 'connection' && ['create', 'import_create'].includes(c.operation)) || (c.type === 'auth' && c.operation === 'creation'), kind: 'connection' },
     { id: 'proxy', title: 'Proxy calls', match: (c) => c.type === 'proxy', kind: 'proxy' },
     { id: 'runs', title: 'Action and sync runs', match: (c) => ['action', 'sync', 'on-event'].includes(c.type), kind: 'action' },
     { id: 'deliveries', title: 'Webhook deliveries', match: (c) => c.type === 'webhook' && c.operation === 'delivery', kind: 'webhook' }
