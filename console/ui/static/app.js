@@ -159,6 +159,7 @@ function signIn(message) {
 }
 
 let current = 0;
+let lastPath = null;
 
 async function render() {
     const { path, query } = parseHash();
@@ -189,6 +190,10 @@ async function render() {
             mount(main, errorBox(err));
         }
         document.title = (main.querySelector('h1')?.textContent || 'Console') + ' · Connect console';
+        // A new screen starts keyboard users at its content; a reload of
+        // the same screen (after an action) leaves focus alone.
+        if (lastPath !== null && lastPath !== path) main.focus({ preventScroll: true });
+        lastPath = path;
         return;
     }
     shell('');

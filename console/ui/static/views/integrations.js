@@ -11,7 +11,7 @@ export async function render(_params, _query, ctx) {
             [
                 { title: '', cell: (i) => logo(i.logo, i.provider) },
                 { title: 'Unique key', cell: (i) => link(`/integrations/${encodeURIComponent(i.unique_key)}`, i.unique_key) },
-                { title: 'Name', cell: (i) => i.display_name || '' },
+                { title: 'Name', cell: (i) => i.display_name || h('span', { class: 'muted' }, i.provider) },
                 { title: 'Provider', cell: (i) => i.provider },
                 { title: 'Connections', cell: (i) => link(route('/connections', { integration: i.unique_key }), 'List') },
                 { title: 'Created', cell: (i) => time(i.created_at) }
@@ -30,14 +30,14 @@ function credentialFields(mode, current = {}) {
             field('Client id', input('client_id', { value: current.client_id || '' })),
             field('Client secret', input('client_secret', { type: 'password', placeholder: current.type ? 'unchanged unless typed' : '' }), 'Write-only: the console never shows it.'),
             field('Scopes', input('scopes', { value: current.scopes || '', placeholder: 'comma-separated' })),
-            field('Webhook secret', input('webhook_secret', { type: 'password', placeholder: 'unchanged unless typed' }))
+            field('Webhook secret', input('webhook_secret', { type: 'password', placeholder: current.type ? 'unchanged unless typed' : '' }))
         ];
     }
     if (m === 'APP') {
         return [
             field('App id', input('app_id', { value: current.app_id || '' })),
             field('App link', input('app_link', { value: current.app_link || '' })),
-            field('Private key', h('textarea', { name: 'private_key', rows: '4', placeholder: 'unchanged unless typed' }))
+            field('Private key', h('textarea', { name: 'private_key', rows: '4', placeholder: current.type ? 'unchanged unless typed' : '' }))
         ];
     }
     return [h('p', { class: 'muted' }, `The ${m || 'provider'} mode needs no app credentials: end users give theirs.`)];

@@ -8,7 +8,7 @@ const series = [
     { id: 'connections', title: 'Connections created', match: (c) => (c.type === 'connection' && ['create', 'import_create'].includes(c.operation)) || (c.type === 'auth' && c.operation === 'creation'), kind: 'connection' },
     { id: 'proxy', title: 'Proxy calls', match: (c) => c.type === 'proxy', kind: 'proxy' },
     { id: 'runs', title: 'Action and sync runs', match: (c) => ['action', 'sync', 'on-event'].includes(c.type), kind: 'action' },
-    { id: 'deliveries', title: 'Webhook deliveries', match: (c) => c.type === 'webhook' && c.operation === 'delivery', kind: 'webhook' }
+    { id: 'deliveries', title: 'Webhook delivery attempts', match: (c) => c.type === 'webhook' && c.operation === 'delivery', kind: 'webhook' }
 ];
 
 const SVG = 'http://www.w3.org/2000/svg';
