@@ -75,6 +75,9 @@ func run(ctx context.Context, logger *slog.Logger, getenv func(string) string) e
 	if cfg.Egress, cfg.Webhooks.Policy, err = networkPolicies(getenv); err != nil {
 		return err
 	}
+	if cfg.Webhooks.Schedule, err = retrySchedule(getenv("CONNECT_WEBHOOK_RETRY_SCHEDULE")); err != nil {
+		return err
+	}
 	if v := getenv("CONNECT_RATE_LIMIT_WINDOW"); v != "" {
 		if cfg.RateLimitWindow, err = time.ParseDuration(v); err != nil || cfg.RateLimitWindow < time.Second || cfg.RateLimitWindow%time.Second != 0 {
 			return fmt.Errorf("CONNECT_RATE_LIMIT_WINDOW %q is not a whole number of seconds of at least 1s, such as 1m", v)
@@ -532,6 +535,32 @@ func splitList(s string) []string {
 type devWebhooks struct {
 	urls *[]string
 	key  *string
+}
+
+// retrySchedule reads CONNECT_WEBHOOK_RETRY_SCHEDULE: the waits before the
+// slow retries of a webhook delivery, comma-separated Go durations (such
+// as "1m,10m,1h"), or "none" for the fast retries alone (a delivery the
+// receiver refuses is then failed within a second). Empty keeps the
+// default schedule (about 26 hours).
+func retrySchedule(v string) ([]time.Duration, error) {
+	switch strings.TrimSpace(v) {
+	case "":
+		return nil, nil
+	case "none":
+		return []time.Duration{}, nil
+	}
+	var out []time.Duration
+	for _, part := range splitList(v) {
+		d, err := time.ParseDuration(part)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("CONNECT_WEBHOOK_RETRY_SCHEDULE: %q is not a positive duration such as 10m (or give none)", part)
+		}
+		out = append(out, d)
+	}
+	if len(out) > 100 {
+		return nil, errors.New("CONNECT_WEBHOOK_RETRY_SCHEDULE: at most 100 waits")
+	}
+	return out, nil
 }
 
 // webhookSettings reads and validates CONNECT_WEBHOOK_URLS (comma-separated,

@@ -236,6 +236,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"postgres no key":   {"DATABASE_URL": "postgres://127.0.0.1:1/x"},
 		"bad previous key":  {"CONNECT_PREVIOUS_ENCRYPTION_KEYS": "nope"},
 		"bad rate limit":    {"CONNECT_RATE_LIMIT": "many"},
+		"bad retry wait":    {"CONNECT_WEBHOOK_RETRY_SCHEDULE": "1m,soon"},
+		"negative retry":    {"CONNECT_WEBHOOK_RETRY_SCHEDULE": "-1m"},
 		"bad window":        {"CONNECT_RATE_LIMIT_WINDOW": "1ns"},
 		"bad cache entries": {"CONNECT_PROXY_CACHE_ENTRIES": "0"},
 		"missing providers": {"CONNECT_PROVIDERS_FILE": "/does/not/exist.yaml"},
@@ -410,5 +412,25 @@ func TestRunUnderPublicURLPath(t *testing.T) {
 	_, frame, err := ws.Read(wctx)
 	if err != nil || !strings.Contains(string(frame), `"message_type":"connection_ack"`) {
 		t.Errorf("first frame %s, %v", frame, err)
+	}
+}
+
+func TestRetrySchedule(t *testing.T) {
+	for in, want := range map[string][]time.Duration{
+		"":           nil,
+		"none":       {},
+		"1m, 10m,1h": {time.Minute, 10 * time.Minute, time.Hour},
+		"250ms":      {250 * time.Millisecond},
+	} {
+		got, err := retrySchedule(in)
+		if err != nil || (got == nil) != (want == nil) || len(got) != len(want) {
+			t.Errorf("retrySchedule(%q) = %v, %v; want %v", in, got, err, want)
+			continue
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("retrySchedule(%q) = %v, want %v", in, got, want)
+			}
+		}
 	}
 }
