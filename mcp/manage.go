@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -123,7 +124,7 @@ func (at *apiTool) arguments(args json.RawMessage) (map[string]any, error) {
 			return nil, fmt.Errorf("the argument %q is required", r)
 		}
 	}
-	for _, name := range slices.Sorted(mapsKeys(values)) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		p, ok := props[name].(map[string]any)
 		if !ok {
 			if schema["additionalProperties"] == false {
@@ -390,16 +391,6 @@ func (r *recorder) Write(p []byte) (int, error) {
 
 // Flush lets streaming handlers (the proxy) flush: nothing to do.
 func (r *recorder) Flush() {}
-
-func mapsKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
 
 // Schema helpers for the catalogue.
 type prop struct {

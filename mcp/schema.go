@@ -214,20 +214,20 @@ func (r *resolver) nameOf(ptr string) string {
 // keep in turn, into the "$defs" of the tool's schema.
 func (r *resolver) collectDefs() map[string]any {
 	for {
-		var todo []string
+		var pending []string
 		for ptr := range r.names {
 			if _, done := r.defs[r.names[ptr]]; !done {
-				todo = append(todo, ptr)
+				pending = append(pending, ptr)
 			}
 		}
-		if len(todo) == 0 {
+		if len(pending) == 0 {
 			return r.defs
 		}
 		if r.defs == nil {
 			r.defs = map[string]any{}
 		}
-		slices.Sort(todo)
-		for _, ptr := range todo {
+		slices.Sort(pending)
+		for _, ptr := range pending {
 			target, _, _ := r.lookup("#" + ptr)
 			r.defs[r.names[ptr]] = r.resolve(target, []string{ptr})
 		}
